@@ -1,0 +1,131 @@
+"""The `guiderag` console script: argument parsing and error handling only.
+
+Each command's work lives in the package of its pipeline stage (`<package>.commands`),
+imported lazily so that `guiderag pages` does not load MeCab or scikit-learn.
+Exit codes (../shared/CONTRACT.md): 0 success, 2 bad usage or input, 1 other failure.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import GuiderageError
+from .settings import Settings
+
+# command -> (module, function); each function is `(args, settings) -> int`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "scrape": ("scraper.commands", "run_scrape"),
+    "pages": ("scraper.commands", "run_pages"),
+    "index": ("retrieval.commands", "run_index"),
+    "bench": ("retrieval.commands", "run_bench"),
+    "ask": ("chatbot.commands", "run_ask"),
+    "audit": ("chatbot.commands", "run_audit"),
+    "gaps": ("chatbot.commands", "run_gaps"),
+    "eval": ("eval.commands", "run_eval"),
+    "devbench": ("eval.commands", "run_devbench"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line reason (as the contract asks)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"guiderag: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else data/guiderag.db)")
+    common.add_argument("--pipeline", choices=["ours", "protocol"], help="retrieval pipeline (default: ours)")
+    common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")
+    common.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    parser = _Parser(prog="guiderag", description="Answer questions from a clinical guideline, in its own words.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("scrape", parents=[common], help="harvest, classify, fetch and store the guideline pages")
+    p.add_argument("toc_url", nargs="?", help="URL of the table-of-contents page")
+    p.add_argument("--sample", action="store_true", help="scrape the bundled sample guideline from a loopback server")
+    p.add_argument("--urls-xlsx", type=Path, help="URL workbook: hand edits of include/category win; rewritten after the scrape")
+    p.add_argument("--delay", type=float, help="seconds between requests (default 0.5)")
+    p.add_argument("--no-index", action="store_true", help="do not rebuild the retrieval index afterwards")
+
+    p = sub.add_parser("pages", parents=[common], help="list the stored content pages")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("--all", action="store_true", help="include pages marked removed")
+
+    sub.add_parser("index", parents=[common], help="(re)build the retrieval index from the stored corpus")
+
+    p = sub.add_parser("bench", parents=[common], help="retrieval speed benchmark on generated corpora")
+    p.add_argument("--pages", default="100,1000,10000", help="corpus sizes, comma-separated")
+    p.add_argument("--queries", type=int, default=200, help="queries per corpus size")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+    p = sub.add_parser("ask", parents=[common], help="answer one question")
+    p.add_argument("question")
+    p.add_argument("--mode", choices=["extract", "lines", "generate"])
+    p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
+
+    p = sub.add_parser("audit", parents=[common], help="export the audit log")
+    p.add_argument("--out", type=Path, required=True, help="workbook to write (.xlsx)")
+
+    p = sub.add_parser("gaps", parents=[common], help="list the questions the guideline did not cover, with counts")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("eval", parents=[common], help="run a question set and write a scored workbook")
+    p.add_argument("questions", type=Path, nargs="?", help="QUESTIONS.xlsx")
+    p.add_argument("--out", type=Path, help="RESULTS.xlsx")
+    p.add_argument("--mode", choices=["extract", "lines", "generate"])
+    p.add_argument("--compare", type=Path, nargs=2, metavar=("A.xlsx", "B.xlsx"), help="paired-bootstrap comparison of two result workbooks")
+
+    p = sub.add_parser("devbench", parents=[common], help="the JSQuAD dev benchmark: build, serve, scrape, evaluate, print one table")
+    p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
+    p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
+    p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
+    p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
+    p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """CLI flags over environment over defaults."""
+    overrides = {
+        "db": getattr(args, "db", None),
+        "pipeline": getattr(args, "pipeline", None),
+        "threshold": getattr(args, "threshold", None),
+        "mode": getattr(args, "mode", None),
+        "urls_xlsx": getattr(args, "urls_xlsx", None),
+        "delay_s": getattr(args, "delay", None),
+    }
+    if getattr(args, "no_progress", False):
+        overrides["progress"] = False
+    return Settings.load(**overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        module_name, func_name = COMMANDS[args.command]
+        func: Callable[[argparse.Namespace, Settings], int] = getattr(
+            importlib.import_module(module_name), func_name
+        )
+        return int(func(args, settings) or 0)
+    except GuiderageError as exc:
+        print(f"guiderag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("guiderag: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

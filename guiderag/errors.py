@@ -1,0 +1,62 @@
+"""The exception hierarchy of guiderag, written down in one place.
+
+GuiderageError
+├── InputError        bad usage or bad input: the CLI exits 2 with the message
+│   ├── InvalidURLError
+│   ├── WorkbookError
+│   └── QuestionError
+├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
+├── StoreError        the SQLite store is missing, locked or corrupt
+├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
+└── ModelError        the language model is unreachable or failing
+    └── ModelNotConfiguredError (also an InputError: exit 2)
+
+Every message says what went wrong and what a maintainer can do about it.
+"""
+from __future__ import annotations
+
+
+class GuiderageError(Exception):
+    """Base class of every error guiderag raises on purpose."""
+
+    exit_code = 1
+
+
+class InputError(GuiderageError):
+    """Bad usage or bad input. Nothing was changed. CLI exit code 2."""
+
+    exit_code = 2
+
+
+class InvalidURLError(InputError):
+    """A URL that cannot be fetched (wrong scheme, unreachable, not HTML)."""
+
+
+class WorkbookError(InputError):
+    """An .xlsx file that is not a workbook or lacks required columns."""
+
+
+class QuestionError(InputError):
+    """A question that cannot be answered as given (empty, control characters only...)."""
+
+
+class ScrapeError(GuiderageError):
+    """The scrape failed; the previous good corpus is untouched."""
+
+
+class StoreError(GuiderageError):
+    """The page store cannot be opened or used."""
+
+
+class IndexCorruptError(GuiderageError):
+    """The retrieval index is missing, stale or corrupt; rebuild it with `guiderag index`."""
+
+
+class ModelError(GuiderageError):
+    """The configured language model failed (unreachable, HTTP error, timeout, bad reply)."""
+
+
+class ModelNotConfiguredError(ModelError, InputError):
+    """A mode that needs a language model was asked for, but none is configured."""
+
+    exit_code = 2

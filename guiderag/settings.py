@@ -1,0 +1,139 @@
+"""All configuration in one place: a frozen dataclass read from the environment and CLI flags.
+
+Precedence: explicit keyword overrides (CLI flags) > environment variables > defaults.
+Every environment variable is named GUIDERAG_<FIELD> in upper case, except the OpenAI
+ones, which keep their standard names (OPENAI_API_KEY, OPENAI_BASE_URL).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import InputError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+SAMPLE_SITE_DIR = DATA_DIR / "sample_site"
+SAMPLE_TOC_PATH = "guide/index.html"
+
+DEFAULT_REFUSAL = (
+    "申し訳ありません。このご質問に答えられる内容は、このガイドラインには書かれていません。"
+)
+DEFAULT_ESCALATION = (
+    "詳しくは、担当の医師・看護師などの医療チーム、またはお近くのがん診療連携拠点病院の"
+    "「がん相談支援センター」にご相談ください。"
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of guiderag. Build with `Settings.load(...)`, not by hand."""
+
+    # --- store -------------------------------------------------------------
+    db: Path = Path("data/guiderag.db")
+
+    # --- scraper -----------------------------------------------------------
+    user_agent: str = "guiderag/0.1 (clinical-guideline chatbot; polite crawler)"
+    timeout_s: float = 15.0
+    retries: int = 3
+    backoff_s: float = 0.5
+    delay_s: float = 0.5
+    max_page_bytes: int = 5_000_000
+    urls_xlsx: Path | None = None  # default: <db stem>.urls.xlsx beside the db
+    progress: bool = True
+
+    # --- retrieval ---------------------------------------------------------
+    pipeline: str = "ours"  # "ours" | "protocol"
+    threshold: float = 0.2
+    reference_chars: int = 4096
+    synonyms: Path | None = None  # TSV of patient words <-> guideline words
+    keyword_count: int = 2
+
+    # --- answers -----------------------------------------------------------
+    mode: str = "extract"  # "extract" | "lines" | "generate"
+    answer_chars: int = 500
+    max_question_chars: int = 500
+    refusal_message: str = DEFAULT_REFUSAL
+    escalation_text: str = DEFAULT_ESCALATION
+
+    # --- language model (OpenAI-compatible) ----------------------------------
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    keywords_model: str | None = None  # None: offline keywords
+    answer_model: str | None = None  # needed by lines / generate
+    model_timeout_s: float = 30.0
+    model_retries: int = 2
+    fallback_to_extract: bool = False
+
+    # --- derived paths -----------------------------------------------------
+    @property
+    def index_dir(self) -> Path:
+        """Directory holding the retrieval index versions, beside the db."""
+        return self.db.with_name(self.db.name + ".index")
+
+    @property
+    def workbook_path(self) -> Path:
+        """The URL workbook written by each scrape."""
+        return self.urls_xlsx or self.db.with_name(self.db.stem + ".urls.xlsx")
+
+    @property
+    def model_configured(self) -> bool:
+        """True when an answer model and credentials (or a local base URL) are set."""
+        return bool(self.answer_model and (self.openai_api_key or self.openai_base_url))
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+        """Defaults, then GUIDERAG_* / OPENAI_* environment, then non-None overrides."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = f.name.upper() if f.name.startswith("openai_") else "GUIDERAG_" + f.name.upper()
+            if key in env and env[key] != "":
+                values[f.name] = _coerce(f, env[key], key)
+        if "GUIDERAG_MODEL" in env and env["GUIDERAG_MODEL"]:
+            values.setdefault("answer_model", env["GUIDERAG_MODEL"])
+            values.setdefault("keywords_model", env["GUIDERAG_MODEL"])
+        for name, value in overrides.items():
+            if value is not None:
+                values[name] = value
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def replace(self, **changes: Any) -> "Settings":
+        """A copy with some fields changed (validated)."""
+        new = dataclasses.replace(self, **changes)
+        new.validate()
+        return new
+
+    def validate(self) -> None:
+        """Raise InputError for values no run could use."""
+        if self.pipeline not in ("ours", "protocol"):
+            raise InputError(f"pipeline must be 'ours' or 'protocol', not {self.pipeline!r}")
+        if self.mode not in ("extract", "lines", "generate"):
+            raise InputError(f"mode must be extract, lines or generate, not {self.mode!r}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise InputError(f"threshold must be between 0 and 1, not {self.threshold}")
+        if self.reference_chars < 200:
+            raise InputError(f"reference_chars must be at least 200, not {self.reference_chars}")
+        if self.delay_s < 0 or self.timeout_s <= 0 or self.retries < 0:
+            raise InputError("delay_s must be >= 0, timeout_s > 0 and retries >= 0")
+
+
+def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:
+    kind = str(f.type)
+    try:
+        if "Path" in kind:
+            return Path(raw)
+        if kind.startswith("bool"):
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if kind.startswith("int"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+    except ValueError as exc:
+        raise InputError(f"environment variable {key}={raw!r} is not a valid {kind}") from exc
+    return raw

@@ -1,0 +1,93 @@
+"""What retrieval hands to the answer stage: candidates, passages and the reference.
+
+The reference is a list of passages; a passage is a run of whole lines of one stored
+page version, so every line shown later can be cited by (url, version, line number).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from store import PageVersion
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A page whose score cleared the threshold."""
+
+    url: str
+    title: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Passage:
+    """Whole lines (numbered from 1) of one page version, in page order, with a score."""
+
+    page: PageVersion
+    lines: tuple[int, ...]
+    score: float
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.page.line(n) for n in self.lines]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.texts)
+
+    def to_json(self) -> dict:
+        """The contract's passage object."""
+        return {
+            "url": self.page.url,
+            "title": self.page.title,
+            "score": round(float(self.score), 4),
+            "lines": list(self.lines),
+            "text": self.text,
+            "version": self.page.version,
+            "fetched_at": self.page.fetched_at,
+            "content_hash": self.page.content_hash,
+        }
+
+
+@dataclass
+class RetrievalResult:
+    """The outcome of one search. `passages` is the reference, in the order it is read."""
+
+    question: str
+    keywords: list[str]
+    query_terms: list[str]
+    candidates: list[Candidate]
+    passages: list[Passage]
+    threshold: float
+    top_score: float
+    pipeline: str
+    corpus_version: str = ""
+    notes: list[str] = field(default_factory=list)  # e.g. "question has no nouns"
+
+    @property
+    def governed(self) -> bool:
+        """True when something in the corpus cleared the threshold."""
+        return bool(self.passages)
+
+    @property
+    def reference_text(self) -> str:
+        return "\n".join(p.text for p in self.passages)
+
+    @property
+    def reference_chars(self) -> int:
+        return len(self.reference_text)
+
+    def to_json(self) -> dict:
+        """The contract's `retrieval` object."""
+        return {
+            "threshold": self.threshold,
+            "candidates": len(self.candidates),
+            "top_score": round(float(self.top_score), 4),
+            "reference_chars": self.reference_chars,
+            "pipeline": self.pipeline,
+            "corpus_version": self.corpus_version,
+            "candidate_pages": [
+                {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
+                for c in self.candidates
+            ],
+        }

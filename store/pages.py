@@ -1,0 +1,417 @@
+"""Pages, their versions and the scrape runs, in SQLite."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from guiderag.errors import StoreError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS pages (
+    id              INTEGER PRIMARY KEY,
+    url             TEXT NOT NULL UNIQUE,
+    first_seen      TEXT NOT NULL,
+    last_seen       TEXT NOT NULL,
+    removed_at      TEXT,
+    current_version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS page_versions (
+    id            INTEGER PRIMARY KEY,
+    page_id       INTEGER NOT NULL REFERENCES pages(id),
+    version       INTEGER NOT NULL,
+    title         TEXT NOT NULL,
+    lines         TEXT NOT NULL,          -- JSON array of strings: the unit of citation
+    content_hash  TEXT NOT NULL,          -- "sha256:<hex>" of title and lines
+    fetched_at    TEXT NOT NULL,
+    etag          TEXT,
+    last_modified TEXT,
+    http_status   INTEGER,
+    run_id        INTEGER REFERENCES runs(id),
+    UNIQUE (page_id, version)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id          INTEGER PRIMARY KEY,
+    toc_url     TEXT NOT NULL,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT,
+    status      TEXT NOT NULL,            -- running | ok | failed | aborted
+    added       INTEGER NOT NULL DEFAULT 0,
+    changed     INTEGER NOT NULL DEFAULT 0,
+    unchanged   INTEGER NOT NULL DEFAULT 0,
+    removed     INTEGER NOT NULL DEFAULT 0,
+    failed      INTEGER NOT NULL DEFAULT 0,
+    message     TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def utc_now() -> str:
+    """Current time as an ISO-8601 UTC string with a Z suffix (second precision)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def content_hash(title: str, lines: Sequence[str]) -> str:
+    """Hash of what a reader sees: the title and the text lines, not the raw HTML."""
+    digest = hashlib.sha256(json.dumps([title, list(lines)], ensure_ascii=False).encode("utf-8"))
+    return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class PageVersion:
+    """One stored version of one page: what retrieval indexes and answers cite."""
+
+    page_id: int
+    url: str
+    title: str
+    version: int
+    fetched_at: str
+    content_hash: str
+    lines: tuple[str, ...]
+    etag: str | None = None
+    last_modified: str | None = None
+    removed: bool = False
+
+    def line(self, number: int) -> str:
+        """Line `number`, counted from 1 as in citations."""
+        return self.lines[number - 1]
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    """A page the scraper fetched in this run (or found not modified: `not_modified`)."""
+
+    url: str
+    title: str = ""
+    lines: tuple[str, ...] = ()
+    fetched_at: str = field(default_factory=utc_now)
+    etag: str | None = None
+    last_modified: str | None = None
+    http_status: int = 200
+    not_modified: bool = False
+
+
+@dataclass
+class RunSummary:
+    """What a scrape changed, by URL."""
+
+    run_id: int
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "added": len(self.added),
+            "changed": len(self.changed),
+            "unchanged": len(self.unchanged),
+            "removed": len(self.removed),
+            "failed": len(self.failed),
+        }
+
+    @property
+    def corpus_changed(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def describe(self) -> str:
+        c = self.counts()
+        text = ", ".join(f"{k} {v}" for k, v in c.items())
+        if not self.corpus_changed:
+            text += " (no page changed: no new version stored)"
+        return text
+
+
+class Store:
+    """The SQLite page store. Use as a context manager or call close()."""
+
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(
+                f"no page store at {self.path}: run `guiderag scrape TOC_URL` (or "
+                "`guiderag scrape --sample`) first, or point --db / GUIDERAG_DB at an existing store"
+            )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the page store {self.path}: {exc}. Is it an SQLite file written "
+                "by guiderag? Point --db / GUIDERAG_DB at another path to start afresh."
+            ) from exc
+
+    # -- lifecycle ------------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading --------------------------------------------------------------
+    def current_pages(self, *, include_removed: bool = False) -> list[PageVersion]:
+        """The current version of every page, in URL order (removed pages left out)."""
+        sql = (
+            "SELECT p.id AS page_id, p.url, p.removed_at, v.* FROM pages p "
+            "JOIN page_versions v ON v.page_id = p.id AND v.version = p.current_version "
+        )
+        if not include_removed:
+            sql += "WHERE p.removed_at IS NULL "
+        sql += "ORDER BY p.url"
+        return [self._row_to_version(r) for r in self.conn.execute(sql)]
+
+    def get_page(self, url: str) -> PageVersion | None:
+        """The current version of one page, removed or not."""
+        row = self.conn.execute(
+            "SELECT p.id AS page_id, p.url, p.removed_at, v.* FROM pages p JOIN page_versions v "
+            "ON v.page_id = p.id AND v.version = p.current_version WHERE p.url = ?",
+            (url,),
+        ).fetchone()
+        return self._row_to_version(row) if row else None
+
+    def get_version(self, url: str, version: int) -> PageVersion | None:
+        """A given version of one page, for audits of what was shown back then."""
+        row = self.conn.execute(
+            "SELECT p.id AS page_id, p.url, p.removed_at, v.* FROM pages p JOIN page_versions v "
+            "ON v.page_id = p.id WHERE p.url = ? AND v.version = ?",
+            (url, version),
+        ).fetchone()
+        return self._row_to_version(row) if row else None
+
+    def versions(self, url: str) -> list[PageVersion]:
+        """Every stored version of one page, oldest first."""
+        rows = self.conn.execute(
+            "SELECT p.id AS page_id, p.url, p.removed_at, v.* FROM pages p JOIN page_versions v "
+            "ON v.page_id = p.id WHERE p.url = ? ORDER BY v.version",
+            (url,),
+        )
+        return [self._row_to_version(r) for r in rows]
+
+    def corpus_version(self) -> str:
+        """A fingerprint of the current corpus; the index records the one it was built from."""
+        rows = self.conn.execute(
+            "SELECT p.url, v.content_hash FROM pages p JOIN page_versions v "
+            "ON v.page_id = p.id AND v.version = p.current_version "
+            "WHERE p.removed_at IS NULL ORDER BY p.url"
+        ).fetchall()
+        digest = hashlib.sha256()
+        for url, chash in rows:
+            digest.update(f"{url}\t{chash}\n".encode("utf-8"))
+        return "corpus:" + digest.hexdigest()[:32]
+
+    def runs(self) -> list[dict]:
+        """Every scrape run, newest first."""
+        return [dict(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY id DESC")]
+
+    def last_run(self, *, status: str | None = "ok") -> dict | None:
+        sql = "SELECT * FROM runs" + (" WHERE status = ?" if status else "") + " ORDER BY id DESC LIMIT 1"
+        row = self.conn.execute(sql, (status,) if status else ()).fetchone()
+        return dict(row) if row else None
+
+    def conditional_headers(self, url: str) -> dict[str, str]:
+        """If-None-Match / If-Modified-Since for a conditional GET of a live stored page."""
+        page = self.get_page(url)
+        if page is None or page.removed:
+            return {}
+        headers = {}
+        if page.etag:
+            headers["If-None-Match"] = page.etag
+        if page.last_modified:
+            headers["If-Modified-Since"] = page.last_modified
+        return headers
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- writing --------------------------------------------------------------
+    def begin_run(self, toc_url: str) -> int:
+        """Record that a scrape started (committed at once, so aborted runs are visible)."""
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO runs(toc_url, started_at, status) VALUES (?, ?, 'running')",
+                (toc_url, utc_now()),
+            )
+        return int(cur.lastrowid)
+
+    def fail_run(self, run_id: int, message: str, *, status: str = "failed") -> None:
+        """Mark a run failed or aborted; the corpus is not touched."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, message = ? WHERE id = ?",
+                (status, utc_now(), message, run_id),
+            )
+
+    def commit_run(
+        self,
+        run_id: int,
+        fetched: Iterable[FetchedPage],
+        *,
+        content_urls: Iterable[str],
+        failed: dict[str, str] | None = None,
+        gone: Iterable[str] = (),
+    ) -> RunSummary:
+        """Apply one scrape in a single transaction.
+
+        fetched: pages fetched (or found not modified) in this run.
+        content_urls: every URL classified as content this run; live pages outside it
+            disappeared from the table of contents and are marked removed.
+        failed: URL -> reason for pages that could not be fetched; their previous
+            version (if any) stays current.
+        gone: URLs the server says no longer exist (404 / 410): marked removed.
+        """
+        failed = dict(failed or {})
+        summary = RunSummary(run_id=run_id, failed=dict(failed))
+        now = utc_now()
+        content = set(content_urls)
+        gone = set(gone)
+        try:
+            with self.conn:
+                for page in fetched:
+                    self._apply_fetched(page, run_id, now, summary)
+                live = self.conn.execute(
+                    "SELECT id, url FROM pages WHERE removed_at IS NULL"
+                ).fetchall()
+                for row in live:
+                    if row["url"] in gone or (row["url"] not in content and row["url"] not in failed):
+                        self.conn.execute(
+                            "UPDATE pages SET removed_at = ? WHERE id = ?", (now, row["id"])
+                        )
+                        summary.removed.append(row["url"])
+                        summary.failed.pop(row["url"], None)
+                c = summary.counts()
+                self.conn.execute(
+                    "UPDATE runs SET status = 'ok', finished_at = ?, added = ?, changed = ?, "
+                    "unchanged = ?, removed = ?, failed = ? WHERE id = ?",
+                    (now, c["added"], c["changed"], c["unchanged"], c["removed"], c["failed"], run_id),
+                )
+        except sqlite3.DatabaseError as exc:
+            # The transaction was rolled back: the previous corpus is intact.
+            try:
+                self.fail_run(run_id, f"store write failed: {exc}")
+            except sqlite3.DatabaseError:
+                pass
+            raise StoreError(
+                f"could not write the scrape to {self.path} ({exc}); the previous corpus is "
+                "unchanged. Free disk space or fix permissions, then scrape again."
+            ) from exc
+        return summary
+
+    def _apply_fetched(self, page: FetchedPage, run_id: int, now: str, summary: RunSummary) -> None:
+        row = self.conn.execute(
+            "SELECT p.id, p.current_version, p.removed_at, v.content_hash FROM pages p "
+            "JOIN page_versions v ON v.page_id = p.id AND v.version = p.current_version "
+            "WHERE p.url = ?",
+            (page.url,),
+        ).fetchone()
+        if page.not_modified:
+            if row is None:
+                summary.failed[page.url] = "304 Not Modified for a page never stored"
+                return
+            self.conn.execute(
+                "UPDATE pages SET last_seen = ?, removed_at = NULL WHERE id = ?", (now, row["id"])
+            )
+            summary.unchanged.append(page.url)
+            return
+        chash = content_hash(page.title, page.lines)
+        if row is None:
+            cur = self.conn.execute(
+                "INSERT INTO pages(url, first_seen, last_seen, current_version) VALUES (?, ?, ?, 1)",
+                (page.url, now, now),
+            )
+            self._insert_version(int(cur.lastrowid), 1, page, chash, run_id)
+            summary.added.append(page.url)
+            return
+        if row["content_hash"] == chash:
+            # Same text: refresh validators only, no new version.
+            self.conn.execute(
+                "UPDATE page_versions SET etag = ?, last_modified = ? WHERE page_id = ? AND version = ?",
+                (page.etag, page.last_modified, row["id"], row["current_version"]),
+            )
+            self.conn.execute(
+                "UPDATE pages SET last_seen = ?, removed_at = NULL WHERE id = ?", (now, row["id"])
+            )
+            if row["removed_at"]:
+                summary.added.append(page.url)
+            else:
+                summary.unchanged.append(page.url)
+            return
+        version = int(row["current_version"]) + 1
+        self._insert_version(int(row["id"]), version, page, chash, run_id)
+        self.conn.execute(
+            "UPDATE pages SET current_version = ?, last_seen = ?, removed_at = NULL WHERE id = ?",
+            (version, now, row["id"]),
+        )
+        (summary.added if row["removed_at"] else summary.changed).append(page.url)
+
+    def _insert_version(
+        self, page_id: int, version: int, page: FetchedPage, chash: str, run_id: int
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO page_versions(page_id, version, title, lines, content_hash, fetched_at, "
+            "etag, last_modified, http_status, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                page_id,
+                version,
+                page.title,
+                json.dumps(list(page.lines), ensure_ascii=False),
+                chash,
+                page.fetched_at,
+                page.etag,
+                page.last_modified,
+                page.http_status,
+                run_id,
+            ),
+        )
+
+    @staticmethod
+    def _row_to_version(row: sqlite3.Row) -> PageVersion:
+        return PageVersion(
+            page_id=row["page_id"],
+            url=row["url"],
+            title=row["title"],
+            version=row["version"],
+            fetched_at=row["fetched_at"],
+            content_hash=row["content_hash"],
+            lines=tuple(json.loads(row["lines"])),
+            etag=row["etag"],
+            last_modified=row["last_modified"],
+            removed=row["removed_at"] is not None,
+        )
+
+
+def open_store(path: Path | str, *, create: bool = True) -> Store:
+    """Open (or create) the store at `path`."""
+    return Store(path, create=create)
+
+
+def iter_lines(pages: Iterable[PageVersion]) -> Iterator[tuple[PageVersion, int, str]]:
+    """(page, line number from 1, text) for every line of every page."""
+    for page in pages:
+        for number, text in enumerate(page.lines, start=1):
+            yield page, number, text
