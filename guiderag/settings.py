@@ -44,6 +44,9 @@ class Settings:
     max_page_bytes: int = 5_000_000
     urls_xlsx: Path | None = None  # default: <db stem>.urls.xlsx beside the db
     progress: bool = True
+    # A block (paragraph, list item...) longer than this is stored as one line per
+    # sentence, so that a cited line stays short; 0 keeps one line per block.
+    split_lines_over_chars: int = 160
 
     # --- retrieval ---------------------------------------------------------
     pipeline: str = "ours"  # "ours" | "protocol"
