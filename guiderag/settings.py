@@ -71,6 +71,15 @@ class Settings:
     model_retries: int = 2
     fallback_to_extract: bool = False
 
+    # --- evaluation (eval/) -------------------------------------------------
+    # JSQuAD folder for `guiderag devbench`; None: ../shared/bench/jsquad-v1.3 beside the repo.
+    jsquad_dir: Path | None = None
+    jsquad_held_out: float = 0.2  # share of JSQuAD articles kept off the site (out of scope)
+    jsquad_seed: str = "guiderag-devbench-1"  # salt of the deterministic held-out split
+    devbench_sample: int = 0  # 0: every JSQuAD question; N: a deterministic sample of N
+    bootstrap_resamples: int = 2000  # paired bootstrap of `guiderag eval --compare`
+    bootstrap_seed: int = 20261129
+
     # --- derived paths -----------------------------------------------------
     @property
     def index_dir(self) -> Path:
