@@ -80,6 +80,12 @@ class Settings:
     bootstrap_resamples: int = 2000  # paired bootstrap of `guiderag eval --compare`
     bootstrap_seed: int = 20261129
 
+    # --- chat app (app.py) ---------------------------------------------------
+    # An empty store (never held a page) is filled with the bundled sample guideline on
+    # first start; set GUIDERAG_SAMPLE_ON_EMPTY=0 for a deployment that must not do that.
+    sample_on_empty: bool = True
+    display_timezone: str = "Asia/Tokyo"  # dates shown to users (fetched, last scraped)
+
     # --- derived paths -----------------------------------------------------
     @property
     def index_dir(self) -> Path:
