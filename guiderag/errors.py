@@ -8,6 +8,7 @@ GuiderageError
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is missing, locked or corrupt
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
+│   (EmptyCorpusError, an InputError: nothing scraped yet)
 └── ModelError        the language model is unreachable or failing
     └── ModelNotConfiguredError (also an InputError: exit 2)
 
@@ -50,6 +51,10 @@ class StoreError(GuiderageError):
 
 class IndexCorruptError(GuiderageError):
     """The retrieval index is missing, stale or corrupt; rebuild it with `guiderag index`."""
+
+
+class EmptyCorpusError(InputError):
+    """The page store holds no content page: there is nothing to index or search."""
 
 
 class ModelError(GuiderageError):

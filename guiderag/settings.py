@@ -54,6 +54,22 @@ class Settings:
     reference_chars: int = 4096
     synonyms: Path | None = None  # TSV of patient words <-> guideline words
     keyword_count: int = 2
+    # ours: a passage is a window of about this many characters of lines under a heading
+    # (windows overlap by half), scored together with the page title and heading.
+    passage_chars: int = 300
+    # ours: a line at most this long, not ending like a sentence, is taken as a heading.
+    heading_max_chars: int = 40
+    # ours: BM25 parameters of the saturated term weights stored in the index.
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    # ours: share of the character-bigram channel in a score (the rest: MeCab terms).
+    bigram_weight: float = 0.3
+    # ours: share of the whole page's score in a passage's score.
+    page_weight: float = 0.3
+    # ours: weight of verb/adjective lemmas relative to nouns in a query.
+    verb_weight: float = 0.5
+    # Worker processes analysing large corpora when building the index (0 or 1: in-process).
+    index_workers: int = 2
 
     # --- answers -----------------------------------------------------------
     mode: str = "extract"  # "extract" | "lines" | "generate"
