@@ -4,11 +4,11 @@ GuiderageError
 ├── InputError        bad usage or bad input: the CLI exits 2 with the message
 │   ├── InvalidURLError
 │   ├── WorkbookError
-│   └── QuestionError
+│   ├── QuestionError
+│   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is missing, locked or corrupt
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
-│   (EmptyCorpusError, an InputError: nothing scraped yet)
 └── ModelError        the language model is unreachable or failing
     └── ModelNotConfiguredError (also an InputError: exit 2)
 
