@@ -77,6 +77,10 @@ class Settings:
     max_question_chars: int = 500
     refusal_message: str = DEFAULT_REFUSAL
     escalation_text: str = DEFAULT_ESCALATION
+    # Shown with the answer when a question over max_question_chars was cut ({limit}, {chars}).
+    question_capped_message: str = (
+        "ご質問が長いため、最初の{limit}文字までを使って回答しています（元の長さ {chars} 文字）。"
+    )
 
     # --- language model (OpenAI-compatible) ----------------------------------
     openai_api_key: str | None = None
