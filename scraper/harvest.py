@@ -1,0 +1,86 @@
+"""Harvest the links of a table-of-contents page and classify each (content or not, why).
+
+One `LinkRecord` per harvested `<a href>`, in page order: the first spelling of a page is
+classified, later spellings of the same page are `duplicate`. Robots.txt is applied by the
+caller (it needs the network), through `apply_robots`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
+
+from bs4 import BeautifulSoup
+
+from . import urls
+
+
+@dataclass(frozen=True)
+class LinkRecord:
+    """One link of the TOC (or one row of the URL workbook)."""
+
+    url: str  # normalised
+    href: str  # as written in the page
+    link_text: str
+    category: str
+    reason: str
+    include: bool  # fetched and stored as a guideline page
+    auto_category: str = ""  # what the classifier said, before any hand edit
+
+    def with_verdict(self, category: str, reason: str, include: bool | None = None) -> "LinkRecord":
+        return replace(
+            self, category=category, reason=reason,
+            include=(category == urls.CONTENT) if include is None else include,
+        )
+
+
+def _link_text(anchor) -> str:
+    text = anchor.get_text(" ", strip=True)
+    if not text:
+        img = anchor.find("img", alt=True)
+        text = (img["alt"] if img else "") or anchor.get("title", "") or anchor.get("aria-label", "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def harvest(html: str, page_url: str) -> list[tuple[str, str]]:
+    """(href, link text) of every `<a href>` of the page, in document order."""
+    soup = BeautifulSoup(html, "html.parser")
+    return [(a.get("href", ""), _link_text(a)) for a in soup.find_all("a", href=True)]
+
+
+def base_url(html: str, page_url: str) -> str:
+    """The URL relative links resolve against: `<base href>` when the page has one."""
+    soup = BeautifulSoup(html, "html.parser")
+    base = soup.find("base", href=True)
+    return urls.normalize_url(base["href"], page_url) if base else page_url
+
+
+def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
+    """Harvest and classify every link of the TOC page `html` served at `toc_url`."""
+    toc = urls.normalize_url(toc_url)
+    base = base_url(html, toc_url)
+    records: list[LinkRecord] = []
+    first_seen: dict[str, str] = {}
+    for href, text in harvest(html, toc_url):
+        url = urls.normalize_url(href, base)
+        if url in first_seen:
+            verdict = urls.Verdict(urls.DUPLICATE, f"duplicate of {first_seen[url]!r} (same page: {url})")
+        else:
+            first_seen[url] = href
+            verdict = urls.classify(url, toc, text)
+        records.append(
+            LinkRecord(url=url, href=href, link_text=text, category=verdict.category,
+                       reason=verdict.reason, include=verdict.is_content, auto_category=verdict.category)
+        )
+    return records
+
+
+def apply_robots(records: Iterable[LinkRecord], allowed: Callable[[str], bool]) -> list[LinkRecord]:
+    """Mark content links that robots.txt disallows (the classifier's own verdict)."""
+    out = []
+    for rec in records:
+        if rec.category == urls.CONTENT and not allowed(rec.url):
+            rec = replace(rec.with_verdict(urls.DISALLOWED, "disallowed by robots.txt"),
+                          auto_category=urls.DISALLOWED)
+        out.append(rec)
+    return out

@@ -1,0 +1,288 @@
+"""A page's text as lines: the unit of citation.
+
+One line per heading, paragraph, list item, definition term/description or table row
+(cells joined by CELL_SEPARATOR), in reading order. Boilerplate (script, style, nav,
+header, footer, aside, forms...), hidden elements (`hidden`, `aria-hidden="true"`, inline
+`display:none` / `visibility:hidden`, classes the page's own `<style>` hides, tooltips,
+screen-reader-only text) and breadcrumbs are dropped, so that no menu or glossary text
+leaks into a guideline sentence. The text of `<main>` / `[role=main]` / the single
+`<article>` is used when present, else the body minus boilerplate.
+
+Lines are shown verbatim later: no NFKC, only whitespace is collapsed (a line break in
+the source between two Japanese characters is removed, as browsers do). A block longer
+than `split_over_chars` becomes one line per sentence. Same HTML text, same lines.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import CData, Comment, Declaration, Doctype, ProcessingInstruction
+
+from guiderag.settings import Settings
+
+CELL_SEPARATOR = " | "
+DEFAULT_SPLIT_OVER = Settings.split_lines_over_chars
+
+# Never text of the page: code, metadata, site chrome, controls, ruby readings.
+DROP_TAGS = frozenset(
+    "script style noscript template head title meta link base nav header footer aside form "
+    "svg math iframe frame frameset object embed canvas audio video map button select option "
+    "textarea input label dialog menu rt rp".split()
+)
+# Site chrome that may legitimately hold the page's heading inside an article
+# (`<article><header><h1>`): kept when it contains a heading, dropped otherwise.
+CHROME_WITH_HEADING = frozenset({"header", "footer"})
+# Elements that start and end a line.
+BLOCK_TAGS = frozenset(
+    "address article blockquote center dd details div dl dt fieldset figcaption figure h1 h2 h3 h4 "
+    "h5 h6 hgroup hr legend li main ol p pre section summary table tbody thead tfoot caption ul".split()
+)
+HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+SKIPPED_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction, CData)
+
+INLINE_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
+# Class tokens of tooltip bodies and visually hidden text (the trigger term itself stays).
+TOOLTIP_CLASS = re.compile(
+    r"^(?!has[-_]|with[-_]|js[-_])(?:.*[-_])?(?:tooltip|tooltiptext|popover|tippy)"
+    r"(?:[-_]+(?:text|content|body|inner|box|bubble|popup|def|definition))?$"
+    r"|^(?:gloss|glossary|term|yougo|word)[-_]+(?:def|definition|desc|description|body|popup|tip|explain|explanation)$"
+    r"|^(?:sr-only|visually-?hidden|screen-reader-text|hidden|is-hidden|u-hidden|d-none|hide|invisible)$",
+    re.IGNORECASE,
+)
+BREADCRUMB = re.compile(r"bread-?crumbs?|topic-?path|pankuzu|パンくず", re.IGNORECASE)
+# Class/id tokens of site chrome, used only when the page has no <main>/<article>.
+BOILERPLATE_CLASS = re.compile(
+    r"(?:^|[-_])(?:side-?bar|side-?nav|sub-?nav|global-?nav|g-?nav|nav-?bar|menu|masthead|banner"
+    r"|header|footer|share|sns|social|page-?top|to-?top|skip(?:-?link)?|cookie|related|ads?|advert)(?:$|[-_])",
+    re.IGNORECASE,
+)
+# Minimal CSS reading: selectors of rules that hide, in the page's own <style> blocks.
+CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+CSS_AT_BLOCK = re.compile(r"@[^{]+\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
+CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+CSS_HIDES = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+CSS_LAST_CLASS = re.compile(r"(?:^|[\s>+~])[a-z0-9]*\.([A-Za-z0-9_-]+)$", re.IGNORECASE)
+
+WHITESPACE = re.compile(r"\s+")
+# A Japanese (wide) character: kana, CJK ideographs and punctuation, full-width forms.
+WIDE = r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]"
+WIDE_LINEBREAK_WIDE = re.compile(rf"(?<={WIDE})[ \t\r\f\v]*\n\s*(?={WIDE})")
+
+# Sentence ends: Japanese 。！？ at once; ASCII ! ? before a space, a closer, a wide char or
+# the end; '.' before a space not followed by a lower-case letter (so "e.g. the" holds).
+# Closing brackets and quotes stay with the sentence they close.
+JA_ENDS = "。！？"
+ASCII_ENDS = "!?"
+CLOSERS = "」』）)]］】〕〉》”’\"'"
+TINY_SENTENCE = 4  # "1." or "Dr." alone is not a sentence: glued to the next one
+WIDE_CHAR = re.compile(WIDE)
+
+
+def collapse(text: str) -> str:
+    """Whitespace collapsed to single spaces; a line break between two wide chars removed."""
+    return WHITESPACE.sub(" ", WIDE_LINEBREAK_WIDE.sub("", text)).strip()
+
+
+def _sentence_end(text: str, i: int) -> int | None:
+    """Index just past the sentence ending at text[i] (closers included), or None."""
+    n, ch = len(text), text[i]
+    if ch in JA_ENDS or ch in ASCII_ENDS:
+        j = i + 1
+        while j < n and (text[j] in JA_ENDS or text[j] in ASCII_ENDS):
+            j += 1
+        k = j
+        while k < n and text[k] in CLOSERS:
+            k += 1
+        if ch in JA_ENDS or k == n or text[k].isspace() or k > j or WIDE_CHAR.match(text[k]):
+            return k
+        return None
+    if ch == ".":
+        k = i + 1
+        while k < n and text[k] in CLOSERS:
+            k += 1
+        if k < n and text[k].isspace():
+            rest = text[k:].lstrip()
+            if rest and not ("a" <= rest[0] <= "z"):
+                return k
+    return None
+
+
+def split_sentences(text: str) -> list[str]:
+    """One string per sentence, never splitting inside one (brackets stay with theirs)."""
+    parts: list[str] = []
+    start = i = 0
+    while i < len(text):
+        end = _sentence_end(text, i)
+        if end is None:
+            i += 1
+            continue
+        piece = text[start:end].strip()
+        if piece:
+            if parts and len(parts[-1]) < TINY_SENTENCE and parts[-1][-1] not in JA_ENDS:
+                parts[-1] = parts[-1] + " " + piece
+            else:
+                parts.append(piece)
+        start = i = end
+    tail = text[start:].strip()
+    if tail:
+        if parts and len(parts[-1]) < TINY_SENTENCE and parts[-1][-1] not in JA_ENDS:
+            parts[-1] = parts[-1] + " " + tail
+        else:
+            parts.append(tail)
+    return parts or [text]
+
+
+def _hidden_classes(soup: BeautifulSoup) -> frozenset[str]:
+    classes = set()
+    for style in soup.find_all("style"):
+        css = CSS_AT_BLOCK.sub("", CSS_COMMENT.sub("", style.get_text()))
+        for selectors, body in CSS_RULE.findall(css):
+            if not CSS_HIDES.search(body):
+                continue
+            for selector in selectors.split(","):
+                selector = selector.strip()
+                if ":" in selector:
+                    continue  # :hover / ::after rules are states, not the default
+                match = CSS_LAST_CLASS.search(selector)
+                if match:
+                    classes.add(match.group(1))
+    return frozenset(classes)
+
+
+class _Extractor:
+    def __init__(self, hidden_classes: frozenset[str], fallback: bool, split_over: int) -> None:
+        self.hidden_classes = hidden_classes
+        self.fallback = fallback
+        self.split_over = split_over
+        self.lines: list[str] = []
+        self.buf: list[str] = []
+
+    # -- what to drop -------------------------------------------------------------
+    def is_hidden(self, el: Tag) -> bool:
+        attrs = el.attrs
+        if "hidden" in attrs or str(attrs.get("aria-hidden", "")).lower() == "true":
+            return True
+        if INLINE_HIDDEN_STYLE.search(str(attrs.get("style", ""))):
+            return True
+        if str(attrs.get("role", "")).lower() == "tooltip":
+            return True
+        classes = el.get("class") or []
+        if any(TOOLTIP_CLASS.match(c) or c in self.hidden_classes for c in classes):
+            return True
+        return self.is_breadcrumb(el)
+
+    @staticmethod
+    def is_breadcrumb(el: Tag) -> bool:
+        marks = " ".join([*(el.get("class") or []), str(el.get("id", "")), str(el.get("aria-label", "")),
+                          str(el.get("itemtype", ""))])
+        return bool(BREADCRUMB.search(marks)) or "BreadcrumbList" in marks
+
+    def is_dropped(self, el: Tag) -> bool:
+        if self.is_hidden(el):
+            return True
+        if el.name in CHROME_WITH_HEADING:
+            return el.find(HEADINGS) is None
+        if el.name in DROP_TAGS:
+            return True
+        if self.fallback and el.name not in ("body", "html"):
+            marks = [*(el.get("class") or []), str(el.get("id", ""))]
+            if any(BOILERPLATE_CLASS.search(m) for m in marks if m):
+                return el.find(HEADINGS) is None
+        return False
+
+    # -- walking ------------------------------------------------------------------
+    def flush(self) -> None:
+        text = collapse("".join(self.buf))
+        self.buf.clear()
+        if not text:
+            return
+        if self.split_over and len(text) > self.split_over:
+            self.lines.extend(split_sentences(text))
+        else:
+            self.lines.append(text)
+
+    def walk(self, node: Tag) -> None:
+        for child in node.children:
+            if isinstance(child, NavigableString):
+                if not isinstance(child, SKIPPED_STRINGS):
+                    self.buf.append(str(child))
+                continue
+            if not isinstance(child, Tag) or self.is_dropped(child):
+                continue
+            name = child.name
+            if name == "br":
+                self.flush()
+            elif name == "tr":
+                self.flush()
+                self.row(child)
+            elif name in BLOCK_TAGS:
+                self.flush()
+                self.walk(child)
+                self.flush()
+            elif name in ("td", "th"):  # a cell outside any row: a block of its own
+                self.flush()
+                self.walk(child)
+                self.flush()
+            else:
+                self.walk(child)
+
+    def row(self, tr: Tag) -> None:
+        cells = []
+        for cell in tr.find_all(["td", "th"], recursive=False):
+            if self.is_dropped(cell):
+                continue
+            sub = _Extractor(self.hidden_classes, self.fallback, 0)
+            sub.walk(cell)
+            sub.flush()
+            text = " ".join(sub.lines)
+            if text:
+                cells.append(text)
+        if cells:
+            self.lines.append(CELL_SEPARATOR.join(cells))
+
+
+def _content_root(soup: BeautifulSoup) -> tuple[Tag, bool]:
+    """(root, fallback): <main>, [role=main], a single <article>, else the body."""
+    root = soup.find("main") or soup.find(attrs={"role": "main"})
+    if root is None:
+        articles = soup.find_all("article")
+        if len(articles) == 1:
+            root = articles[0]
+    if root is not None:
+        return root, False
+    return (soup.body or soup), True
+
+
+def _text_of(el: Tag, extractor: _Extractor) -> str:
+    sub = _Extractor(extractor.hidden_classes, extractor.fallback, 0)
+    sub.walk(el)
+    sub.flush()
+    return " ".join(sub.lines)
+
+
+def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[str, list[str]]:
+    """(title, lines) of an HTML page. Title: the main content's <h1>, else <title>."""
+    soup = BeautifulSoup(html, "html.parser")
+    hidden = _hidden_classes(soup)
+    root, fallback = _content_root(soup)
+    extractor = _Extractor(hidden, fallback, split_over_chars)
+    if root.name in CHROME_WITH_HEADING or root.name in DROP_TAGS:
+        root = soup  # a <main> inside <header>? read the whole page rather than nothing
+    extractor.walk(root)
+    extractor.flush()
+    title = ""
+    for h1 in root.find_all("h1"):
+        if not any(extractor.is_dropped(p) for p in [h1, *h1.parents] if isinstance(p, Tag) and p is not soup):
+            title = _text_of(h1, extractor)
+            if title:
+                break
+    if not title and soup.title is not None:
+        title = collapse(soup.title.get_text())
+    return title, extractor.lines
+
+
+def nonempty(lines: Iterable[str]) -> bool:
+    """True when there is at least one line of text."""
+    return any(line.strip() for line in lines)

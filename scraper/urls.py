@@ -1,0 +1,196 @@
+"""URL normalisation and classification of the links of a table-of-contents page.
+
+Every rule is a named, precompiled pattern behind a one-line predicate (as in courlan),
+so a maintainer can read why a link was kept or dropped, and the reason lands in the URL
+workbook. Normalisation makes one entry per page however it is spelt: `./q1.html`,
+`../guide/q1.html`, `Q1.html#top`, `q1.html?utm_source=x`, `HTTP://Host:80/guide/`,
+`/guide/index.html` and `/guide/` all collapse to one canonical URL.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, quote, urlencode, urljoin, urlsplit, urlunsplit
+
+# --- categories (the workbook's `category` column) ----------------------------------
+CONTENT = "content"
+SCHEME = "not-web"  # mailto:, javascript:, tel:, data:...
+OFFSITE = "off-site"
+NOT_HTML = "not-html"
+NAVIGATION = "navigation"
+OUTSIDE_GUIDE = "outside-guide"
+DISALLOWED = "robots-disallowed"
+DUPLICATE = "duplicate"
+CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE)
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# --- named patterns ---------------------------------------------------------------------
+# Query parameters that only track where a visitor came from: never part of a page's identity.
+TRACKING_PARAM = re.compile(
+    r"^(?:utm_[a-z_]+|fbclid|gclid|dclid|gbraid|wbraid|msclkid|yclid|mc_cid|mc_eid|_ga|_gl"
+    r"|igshid|ref_src|spm|srsltid|oly_anon_id|oly_enc_id|vero_id|_hsenc|_hsmi|mkt_tok)$",
+    re.IGNORECASE,
+)
+# Directory index documents: `/guide/index.html` is the page `/guide/`.
+DEFAULT_INDEX = re.compile(r"(?:^|/)(?:index|default)\.(?:html?|php|asp|aspx|jsp)$", re.IGNORECASE)
+# Schemes that are not web pages at all.
+NON_WEB_SCHEME = re.compile(r"^(?:mailto|javascript|tel|sms|data|ftp|file|about|blob|irc|news|callto|skype|fax)$", re.IGNORECASE)
+# A last path segment that names an HTML page (or no extension at all).
+HTML_EXTENSION = re.compile(r"\.(?:html?|xhtml|shtml|php\d?|aspx?|jspx?|cfm|cgi|pl)$", re.IGNORECASE)
+HAS_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+# Site pages that are not part of the guideline: about, privacy, contact, sitemap, search,
+# login... matched against the last path segment (without extension) and the query.
+SITE_PAGE_SEGMENT = re.compile(
+    r"^(?:about(?:[-_]?us)?|about[-_]?(?:this[-_]?)?site|privacy(?:[-_]?policy)?|policy|policies"
+    r"|site[-_]?policy|terms(?:[-_]?of[-_]?(?:use|service))?|tos|disclaimer|legal|copyright|cookies?"
+    r"|contact(?:[-_]?us)?|inquiry|enquiry|otoiawase|toiawase|feedback|sitemap|site[-_]?map"
+    r"|search|login|log[-_]?in|logout|log[-_]?out|signin|sign[-_]?in|signup|sign[-_]?up|register"
+    r"|account|mypage|cart|accessibility|kiyaku|riyou[-_]?kiyaku|menseki|kojin[-_]?joho"
+    r"|links?|news|rss|feed|atom|print|share|tag|tags|category|categories|author|archives?)$",
+    re.IGNORECASE,
+)
+SITE_PAGE_QUERY = re.compile(r"(?:^|&)(?:s|q|query|search|keyword|login|action=(?:login|logout|search|print))(?:=|&|$)", re.IGNORECASE)
+# The same, said in the link text (for sites whose URLs are opaque ids).
+SITE_PAGE_TEXT = re.compile(
+    r"^(?:このサイトについて|当サイトについて|サイトについて|サイトの使い方|運営者情報|運営について"
+    r"|プライバシー(?:ポリシー)?|個人情報(?:保護方針|の取り扱い|の取扱い)?|サイトポリシー|利用規約|免責事項|著作権"
+    r"|お問い?合わせ|問い合わせ|サイトマップ|検索|ログイン|ログアウト|新規登録|リンク集|ページの先頭へ|トップページ|ホーム"
+    r"|about(?: us| this site)?|privacy(?: policy)?|contact(?: us)?|site ?map|search|log ?in|log ?out|sign ?in"
+    r"|sign ?up|terms(?: of use)?|disclaimer|home|top)$",
+    re.IGNORECASE,
+)
+
+
+def normalize_url(href: str, base: str | None = None) -> str:
+    """The canonical spelling of `href` (resolved against `base`), without fragment or tracking.
+
+    Lower-case scheme and host, no default port, dot segments resolved, percent-escapes in
+    upper case, default index documents dropped, tracking parameters dropped, the rest of
+    the query kept in a stable (sorted) order. Non-web URLs (mailto:...) are returned resolved
+    but otherwise untouched.
+    """
+    href = (href or "").strip()
+    url = urljoin(base, href) if base else href
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        return url
+    host = (parts.hostname or "").lower().rstrip(".")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host  # user:password@ is dropped: credentials are never part of a page's identity
+    if port is not None and port != DEFAULT_PORTS[scheme]:
+        netloc += f":{port}"
+    path = _normalize_path(parts.path)
+    query = _normalize_query(parts.query)
+    return urlunsplit((scheme, netloc, path, query, ""))
+
+
+def _normalize_path(path: str) -> str:
+    if not path:
+        return "/"
+    trailing = path.endswith("/") or path.endswith("/.") or path.endswith("/..")
+    clean = posixpath.normpath(path)
+    if clean.startswith("//"):
+        clean = "/" + clean.lstrip("/")
+    if clean == ".":
+        clean = "/"
+    if trailing and not clean.endswith("/"):
+        clean += "/"
+    clean = DEFAULT_INDEX.sub(lambda m: "/" if m.group(0).startswith("/") else "", clean) or "/"
+    clean = quote(clean, safe="/:@!$&'()*+,;=-._~%")
+    return re.sub(r"%[0-9a-fA-F]{2}", lambda m: m.group(0).upper(), clean)
+
+
+def _normalize_query(query: str) -> str:
+    if not query:
+        return ""
+    pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if not TRACKING_PARAM.match(k)]
+    return urlencode(sorted(pairs), doseq=False)
+
+
+def site_of(url: str) -> str:
+    """scheme://host[:port] of a normalised URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def guide_path(toc_url: str) -> str:
+    """The guide's path: the directory of the TOC page (`/guide/` for `/guide/index.html`)."""
+    path = urlsplit(normalize_url(toc_url)).path
+    return path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
+
+
+# --- one-line predicates -----------------------------------------------------------------
+def is_web_url(url: str) -> bool:
+    return urlsplit(url).scheme.lower() in DEFAULT_PORTS
+
+
+def is_non_web_scheme(url: str) -> bool:
+    return bool(NON_WEB_SCHEME.match(urlsplit(url).scheme or ""))
+
+
+def is_same_site(url: str, other: str) -> bool:
+    return site_of(normalize_url(url)) == site_of(normalize_url(other))
+
+
+def is_html_by_extension(url: str) -> bool:
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    return not last or bool(HTML_EXTENSION.search(last)) or not HAS_EXTENSION.search(last)
+
+
+def is_navigation_page(url: str) -> bool:
+    parts = urlsplit(url)
+    last = parts.path.rstrip("/").rsplit("/", 1)[-1]
+    stem = last.rsplit(".", 1)[0] if "." in last else last
+    return bool(SITE_PAGE_SEGMENT.match(stem)) or bool(SITE_PAGE_QUERY.search(parts.query))
+
+
+def is_navigation_text(text: str) -> bool:
+    return bool(SITE_PAGE_TEXT.match(re.sub(r"\s+", " ", text or "").strip()))
+
+
+def is_inside_guide(url: str, toc_url: str) -> bool:
+    return urlsplit(url).path.startswith(guide_path(toc_url))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The classifier's view of one link."""
+
+    category: str
+    reason: str
+
+    @property
+    def is_content(self) -> bool:
+        return self.category == CONTENT
+
+
+def classify(url: str, toc_url: str, link_text: str = "") -> Verdict:
+    """Content or not, with the reason: `url` and `toc_url` already normalised.
+
+    Robots.txt and duplicates are decided by the caller, which knows the site and the
+    other links.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if not is_web_url(url):
+        what = f"{scheme}: link" if scheme else "not a web URL"
+        return Verdict(SCHEME, f"{what} (not a web page)")
+    if not is_same_site(url, toc_url):
+        return Verdict(OFFSITE, f"off-site: {urlsplit(url).netloc} is not {urlsplit(toc_url).netloc}")
+    if url == normalize_url(toc_url):
+        return Verdict(NAVIGATION, "the table of contents itself")
+    if not is_html_by_extension(url):
+        ext = urlsplit(url).path.rsplit(".", 1)[-1].lower()
+        return Verdict(NOT_HTML, f"not HTML (.{ext} file)")
+    if is_navigation_page(url):
+        return Verdict(NAVIGATION, "navigation or site page (by its URL)")
+    if is_navigation_text(link_text):
+        return Verdict(NAVIGATION, f"navigation or site page (link text {link_text.strip()!r})")
+    if not is_inside_guide(url, toc_url):
+        return Verdict(OUTSIDE_GUIDE, f"outside the guide's path {guide_path(toc_url)}")
+    return Verdict(CONTENT, "guide page linked from the table of contents")
