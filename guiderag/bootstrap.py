@@ -1,0 +1,142 @@
+"""First run: fill an empty page store with the bundled sample guideline and index it.
+
+The chat app (and any command that wants the same) calls `ensure_corpus(settings)`. When
+the store at `settings.db` holds no page at all, it serves the bundled sample site from a
+loopback server it starts and stops itself, scrapes it into the store and builds the
+retrieval index, reporting each stage to an optional progress callback. A store that
+already holds pages is left alone, so a real guideline scraped with `guiderag scrape`
+is never mixed with the sample.
+
+One bootstrap at a time per store: a lock file beside the db serialises processes (two
+browser tabs opening the app at once, or the app and the CLI).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from store import Store
+
+from .errors import ScrapeError
+from .settings import Settings
+
+# progress(fraction between 0 and 1, message in Japanese for the user)
+ProgressCallback = Callable[[float, str], None]
+
+_THREAD_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """What the sidebar says about the loaded guideline."""
+
+    pages: int  # live content pages
+    toc_url: str | None  # the table-of-contents page of the last good scrape
+    last_scraped: str | None  # finished_at of that scrape (ISO-8601 UTC)
+    last_run_id: int | None
+
+    @property
+    def empty(self) -> bool:
+        return self.pages == 0
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """What a first-run build did."""
+
+    built: bool  # False when the store already had pages
+    pages: int
+    toc_url: str | None = None
+    summary: str = ""
+
+
+def store_status(settings: Settings) -> StoreStatus:
+    """Page count and last good scrape of the store at settings.db (creating an empty store)."""
+    with Store(settings.db) as store:
+        pages = store.conn.execute(
+            "SELECT COUNT(*) FROM pages WHERE removed_at IS NULL"
+        ).fetchone()[0]
+        run = store.last_run()
+    return StoreStatus(
+        pages=int(pages),
+        toc_url=run["toc_url"] if run else None,
+        last_scraped=(run.get("finished_at") or run.get("started_at")) if run else None,
+        last_run_id=int(run["id"]) if run else None,
+    )
+
+
+def _never_had_pages(settings: Settings) -> bool:
+    with Store(settings.db) as store:
+        return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
+
+
+def needs_bootstrap(settings: Settings) -> bool:
+    """True when the store has never held a page (a store whose pages were all removed
+    by a later scrape is a real, if empty, guideline and is not refilled)."""
+    return settings.sample_on_empty and _never_had_pages(settings)
+
+
+@contextlib.contextmanager
+def _bootstrap_lock(db: Path) -> Iterator[None]:
+    """Serialise bootstraps of one store across threads and processes."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = db.with_name(db.name + ".bootstrap.lock")
+    with _THREAD_LOCK, open(lock_path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) -> BootstrapResult:
+    """Scrape the bundled sample into an empty store and build its index; else do nothing.
+
+    Raises ScrapeError when the sample could not be scraped (the store stays empty, so the
+    next start tries again) and whatever `retrieval.build_index` raises.
+    """
+    report = progress or (lambda fraction, message: None)
+    if not needs_bootstrap(settings):
+        return BootstrapResult(built=False, pages=store_status(settings).pages)
+    with _bootstrap_lock(settings.db):
+        # Another thread or process may have finished the build while we waited.
+        if not needs_bootstrap(settings):
+            return BootstrapResult(built=False, pages=store_status(settings).pages)
+        # Imported here: the scraper and retrieval stages are heavy (MeCab, scikit-learn)
+        # and the check above is all most starts need.
+        import retrieval
+        import scraper
+        from scraper.sample import serve_sample_site
+
+        # Our own loopback server: no politeness delay needed, no progress bar on stderr.
+        local = settings.replace(delay_s=0.0, progress=False)
+        report(0.05, "同梱のサンプルガイドラインを用意しています…")
+        with serve_sample_site() as toc_url:
+            report(0.15, "ガイドラインのページを読み込んでいます…")
+            summary = scraper.scrape(local, toc_url)
+        status = store_status(settings)
+        if status.empty:
+            raise ScrapeError(
+                f"the bundled sample guideline gave no content page ({summary.describe()}); "
+                "check data/sample_site and the scraper's classification"
+            )
+        report(0.7, f"{status.pages} ページを読み込みました。検索用の索引を作っています…")
+        retrieval.build_index(local)
+        report(1.0, "準備ができました。")
+        return BootstrapResult(
+            built=True, pages=status.pages, toc_url=toc_url, summary=summary.describe()
+        )
+
+
+__all__ = [
+    "BootstrapResult",
+    "ProgressCallback",
+    "StoreStatus",
+    "ensure_corpus",
+    "needs_bootstrap",
+    "store_status",
+]
