@@ -47,6 +47,11 @@ class Settings:
     # A block (paragraph, list item...) longer than this is stored as one line per
     # sentence, so that a cited line stays short; 0 keeps one line per block.
     split_lines_over_chars: int = 160
+    # Redirects followed per page (within the site only; an off-site one is a failure).
+    max_redirects: int = 5
+    # This many pages in a row failing with connection errors or 5xx (after retries) means
+    # the site went down: the scrape is aborted and the previous corpus kept as it was.
+    abort_after_failures: int = 3
 
     # --- retrieval ---------------------------------------------------------
     pipeline: str = "ours"  # "ours" | "protocol"
