@@ -1,0 +1,258 @@
+"""The audit log: one row per ask, in the page store's SQLite file, written before answering.
+
+A row records what an incident review needs: when, the question, keywords, mode (asked
+for and used), model, retrieval scores and threshold, the page URLs, versions and line
+numbers shown, the exact answer text, coverage, and any error. Each row is written in its
+own transaction, so a failed write never loses earlier rows. `export_xlsx` writes the log
+to a workbook atomically; `gaps` lists the questions the guideline did not cover.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from guiderag.errors import StoreError, WorkbookError
+
+from .answer import NOT_GOVERNED, Answer
+
+ERROR = "error"  # coverage of a row for an ask that failed before an answer existed
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    id              INTEGER PRIMARY KEY,
+    asked_at        TEXT NOT NULL,      -- ISO-8601 UTC with milliseconds
+    question        TEXT NOT NULL,      -- as answered (cleaned, possibly capped)
+    question_norm   TEXT NOT NULL,      -- NFKC, whitespace collapsed: what gaps groups by
+    keywords        TEXT NOT NULL,      -- JSON list
+    requested_mode  TEXT,
+    mode            TEXT,               -- the mode that produced the answer (after any fallback)
+    model           TEXT,
+    pipeline        TEXT,
+    threshold       REAL,
+    top_score       REAL,
+    scores          TEXT,               -- JSON: candidate pages with scores
+    corpus_version  TEXT,
+    shown           TEXT NOT NULL,      -- JSON: [{url, version, lines, content_hash}]
+    answer          TEXT,               -- the exact answer text shown
+    summary         TEXT,               -- generate mode: the model's text
+    unsupported     TEXT,               -- JSON: flagged generated sentences
+    coverage        TEXT NOT NULL,      -- governed | not_governed | error
+    error           TEXT,
+    latency_ms      REAL,
+    answer_json     TEXT                -- the full answer object (without audit_id)
+);
+CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
+"""
+
+COLUMNS = [
+    "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
+    "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
+    "unsupported", "coverage", "error", "latency_ms", "answer_json",
+]
+
+
+def normalize_question(text: str) -> str:
+    """NFKC and collapsed whitespace: the same question typed twice groups together."""
+    return " ".join(unicodedata.normalize("NFKC", text or "").split())
+
+
+def utc_now_ms() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A not-covered question (normalised) and how often it was asked."""
+
+    question: str
+    count: int
+    first_asked: str
+    last_asked: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question": self.question, "count": self.count,
+                "first_asked": self.first_asked, "last_asked": self.last_asked}
+
+
+class AuditLog:
+    """The `audit` table over an open sqlite3 connection (the page store's)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._lock = threading.Lock()  # one connection may serve several app threads
+        try:
+            with self._lock, self.conn:
+                self.conn.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot create the audit table: {exc}") from exc
+
+    # -- writing --------------------------------------------------------------------
+    def record(self, answer: Answer, *, requested_mode: str | None = None) -> int:
+        """Write one row for an answer (in its own transaction) and return its id."""
+        retrieval = answer.retrieval or {}
+        shown = [
+            {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash}
+            for p in answer.passages
+        ]
+        payload = answer.to_json()
+        payload.pop("audit_id", None)
+        return self._insert({
+            "asked_at": utc_now_ms(),
+            "question": answer.question,
+            "question_norm": normalize_question(answer.question),
+            "keywords": json.dumps(list(answer.keywords), ensure_ascii=False),
+            "requested_mode": requested_mode or answer.mode,
+            "mode": answer.mode,
+            "model": answer.model,
+            "pipeline": retrieval.get("pipeline"),
+            "threshold": retrieval.get("threshold"),
+            "top_score": retrieval.get("top_score"),
+            "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
+            "corpus_version": retrieval.get("corpus_version"),
+            "shown": json.dumps(shown, ensure_ascii=False),
+            "answer": answer.answer,
+            "summary": answer.summary,
+            "unsupported": json.dumps(list(answer.unsupported_sentences), ensure_ascii=False),
+            "coverage": answer.coverage,
+            "error": answer.error,
+            "latency_ms": answer.latency_ms,
+            "answer_json": json.dumps(payload, ensure_ascii=False),
+        })
+
+    def record_error(
+        self,
+        question: str,
+        error: str,
+        *,
+        keywords: Iterable[str] = (),
+        mode: str | None = None,
+        model: str | None = None,
+        retrieval: dict[str, Any] | None = None,
+        latency_ms: float | None = None,
+    ) -> int:
+        """Write one row for an ask that ended in an error (nothing was shown)."""
+        retrieval = retrieval or {}
+        return self._insert({
+            "asked_at": utc_now_ms(),
+            "question": question,
+            "question_norm": normalize_question(question),
+            "keywords": json.dumps(list(keywords), ensure_ascii=False),
+            "requested_mode": mode,
+            "mode": mode,
+            "model": model,
+            "pipeline": retrieval.get("pipeline"),
+            "threshold": retrieval.get("threshold"),
+            "top_score": retrieval.get("top_score"),
+            "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
+            "corpus_version": retrieval.get("corpus_version"),
+            "shown": "[]",
+            "answer": None,
+            "summary": None,
+            "unsupported": "[]",
+            "coverage": ERROR,
+            "error": error,
+            "latency_ms": latency_ms,
+            "answer_json": None,
+        })
+
+    def _insert(self, row: dict[str, Any]) -> int:
+        cols = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        try:
+            with self._lock, self.conn:  # one transaction: committed whole or rolled back
+                cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
+            return int(cur.lastrowid)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"could not write the audit log ({exc}); the answer was not shown. Earlier audit "
+                "rows are intact. Check disk space and permissions of the database file."
+            ) from exc
+
+    # -- reading --------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row, oldest first."""
+        with self._lock:
+            cur = self.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM audit ORDER BY id")
+            return [dict(zip(COLUMNS, r)) for r in cur.fetchall()]
+
+    def get(self, audit_id: int) -> dict[str, Any] | None:
+        with self._lock:
+            r = self.conn.execute(
+                f"SELECT {', '.join(COLUMNS)} FROM audit WHERE id = ?", (audit_id,)
+            ).fetchone()
+        return dict(zip(COLUMNS, r)) if r else None
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+
+    def gaps(self) -> list[Gap]:
+        """Not-covered questions grouped by normalised text, most asked first."""
+        with self._lock:
+            cur = self.conn.execute(
+                "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at) FROM audit "
+                "WHERE coverage = ? GROUP BY question_norm ORDER BY COUNT(*) DESC, MAX(asked_at) DESC",
+                (NOT_GOVERNED,),
+            )
+            return [Gap(q, int(c), first, last) for q, c, first, last in cur.fetchall()]
+
+    # -- export -----------------------------------------------------------------------
+    def export_xlsx(self, path: Path | str) -> int:
+        """Write the log (sheet `audit`) and the gaps (sheet `gaps`) to a workbook, atomically.
+
+        Returns the number of audit rows written. Text cells are always stored as text
+        (a question starting with "=" must not become a formula).
+        """
+        from openpyxl import Workbook
+        from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+        path = Path(path)
+        if path.suffix.lower() != ".xlsx":
+            raise WorkbookError(f"the audit export must be an .xlsx file, not {path.name!r}")
+        if path.exists() and path.is_dir():
+            raise WorkbookError(f"{path} is a directory; give a file name ending in .xlsx")
+        rows = self.rows()
+        wb = Workbook()
+        ws = wb.active
+        ws.title = "audit"
+        _write_sheet(ws, COLUMNS, [[r[c] for c in COLUMNS] for r in rows], ILLEGAL_CHARACTERS_RE)
+        gs = wb.create_sheet("gaps")
+        _write_sheet(gs, ["question", "count", "first_asked", "last_asked"],
+                     [[g.question, g.count, g.first_asked, g.last_asked] for g in self.gaps()],
+                     ILLEGAL_CHARACTERS_RE)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".xlsx.tmp", dir=path.parent)
+            os.close(fd)
+        except OSError as exc:
+            raise WorkbookError(f"cannot write {path}: {exc}") from exc
+        try:
+            wb.save(tmp)
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise WorkbookError(f"cannot write {path}: {exc}; any earlier file is unchanged") from exc
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return len(rows)
+
+
+def _write_sheet(ws: Any, header: list[str], rows: list[list[Any]], illegal: Any) -> None:
+    ws.append(header)
+    for i, values in enumerate(rows):
+        for c, value in enumerate(values, start=1):
+            cell = ws.cell(row=i + 2, column=c)
+            if isinstance(value, str):
+                cell.value = illegal.sub("", value)
+                cell.data_type = "s"  # never a formula
+            else:
+                cell.value = value
+    ws.freeze_panes = "A2"

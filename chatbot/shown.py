@@ -1,0 +1,171 @@
+"""From chosen stored lines to what the user is shown: the answer text and its citations.
+
+Shared by extract and lines. A `Pick` names one stored line (page version + line number)
+in priority order; `render` adds the page's title line heading each excerpt and the
+context line a picked line needs to be read (the heading above it, or the sentence that
+introduces a list item), keeps within a character budget without ever cutting a line,
+and returns the verbatim lines joined by newlines plus one `ShownPassage` per run of
+consecutive lines of a page.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from store import PageVersion
+
+from .answer import ShownPassage
+
+# A line this short that does not end a sentence reads as a heading.
+HEADING_MAX_CHARS = 40
+SENTENCE_END = ("。", "．", ".", "」", "）")
+# How far up a page to look for the heading or the introducing sentence of a picked line.
+CONTEXT_LOOKBACK = 8
+# Title line: looked for among the first lines of a page.
+TITLE_LOOKAHEAD = 5
+LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One stored line chosen for the answer, with the score of the passage it came from."""
+
+    page: PageVersion
+    line: int
+    score: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.page.url, self.page.version, self.line)
+
+
+def _norm(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def title_line(page: PageVersion) -> int | None:
+    """The number of the line that repeats the page title (its h1), if the page has one."""
+    title = _norm(page.title)
+    if not title:
+        return None
+    for number in range(1, min(TITLE_LOOKAHEAD, len(page.lines)) + 1):
+        line = _norm(page.line(number))
+        if line and (line == title or line in title or (title in line and len(line) <= len(title) + 20)):
+            return number
+    return None
+
+
+def is_heading(text: str) -> bool:
+    """Short and not a sentence: reads as a heading."""
+    t = text.strip()
+    return 0 < len(t) <= HEADING_MAX_CHARS and not t.endswith(SENTENCE_END) and not LIST_ITEM.match(t)
+
+
+def is_list_item(text: str) -> bool:
+    return bool(LIST_ITEM.match(text))
+
+
+def context_line(page: PageVersion, number: int) -> int | None:
+    """The line a reader needs above line `number`: the sentence introducing a list item,
+    else the nearest heading above it (None when the line is itself a heading)."""
+    text = page.line(number)
+    if is_heading(text):
+        return None
+    stop = max(1, number - CONTEXT_LOOKBACK)
+    if is_list_item(text):
+        for n in range(number - 1, stop - 1, -1):
+            above = page.line(n)
+            if above.strip() and not is_list_item(above):
+                return n
+        return None
+    for n in range(number - 1, stop - 1, -1):
+        if is_heading(page.line(n)):
+            return n
+    return None
+
+
+def render(
+    picks: Sequence[Pick],
+    budget: int,
+    *,
+    with_context: bool = True,
+) -> tuple[str, list[ShownPassage]]:
+    """Lay out picked lines (highest priority first) within `budget` characters.
+
+    Each pick brings its page's title line and its context line when they fit; a pick that
+    does not fit is skipped (a later, shorter one may still fit). The first pick is always
+    shown, alone if it is longer than the budget on its own. Pages appear in the order of
+    their first pick, lines in page order. Returns (answer text, shown passages).
+    """
+    chosen: dict[tuple[str, int, int], Pick] = {}
+    used = 0
+
+    def cost(keys: Iterable[tuple[str, int, int]], page: PageVersion) -> int:
+        return sum(len(page.line(k[2])) + 1 for k in keys if k not in chosen)
+
+    for pick in picks:
+        if pick.key in chosen or not pick.page.line(pick.line).strip():
+            continue
+        page = pick.page
+        extras: list[int] = []
+        if with_context:
+            t = title_line(page)
+            if t is not None:
+                extras.append(t)
+            c = context_line(page, pick.line)
+            if c is not None and c != t:
+                extras.append(c)
+        options = [extras, extras[:1], []] if extras else [[]]
+        placed = False
+        for extra in options:
+            keys = [(page.url, page.version, n) for n in [*extra, pick.line]]
+            keys = list(dict.fromkeys(keys))
+            c = cost(keys, page)
+            if used + c <= budget + 1:  # +1: the last line needs no newline
+                for k in keys:
+                    if k not in chosen:
+                        chosen[k] = Pick(page, k[2], pick.score)
+                used += c
+                placed = True
+                break
+        if not placed and not chosen:
+            chosen[pick.key] = pick  # a single over-long line is shown alone
+            break
+    return layout(chosen.values())
+
+
+def layout(picks: Iterable[Pick]) -> tuple[str, list[ShownPassage]]:
+    """Group picks by page (first-seen order), sort lines, split into runs of consecutive lines."""
+    by_page: dict[tuple[str, int], list[Pick]] = {}
+    for p in picks:
+        by_page.setdefault((p.page.url, p.page.version), []).append(p)
+    shown: list[ShownPassage] = []
+    texts: list[str] = []
+    for group in by_page.values():
+        group = sorted({p.line: p for p in group}.values(), key=lambda p: p.line)
+        run: list[Pick] = []
+        for p in group:
+            if run and p.line != run[-1].line + 1:
+                shown.append(_passage(run))
+                run = []
+            run.append(p)
+        if run:
+            shown.append(_passage(run))
+        texts.extend(p.page.line(p.line) for p in group)
+    return "\n".join(texts), shown
+
+
+def _passage(run: list[Pick]) -> ShownPassage:
+    page = run[0].page
+    return ShownPassage(
+        url=page.url,
+        title=page.title,
+        score=max(p.score for p in run),
+        lines=[p.line for p in run],
+        text="\n".join(page.line(p.line) for p in run),
+        version=page.version,
+        fetched_at=page.fetched_at,
+        content_hash=page.content_hash,
+    )
