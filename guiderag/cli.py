@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="RESULTS.xlsx")
     p.add_argument("--mode", choices=["extract", "lines", "generate"])
     p.add_argument("--compare", type=Path, nargs=2, metavar=("A.xlsx", "B.xlsx"), help="paired-bootstrap comparison of two result workbooks")
+    p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
     p = sub.add_parser("devbench", parents=[common], help="the JSQuAD dev benchmark: build, serve, scrape, evaluate, print one table")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
