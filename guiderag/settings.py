@@ -52,6 +52,10 @@ class Settings:
     # This many pages in a row failing with connection errors or 5xx (after retries) means
     # the site went down: the scrape is aborted and the previous corpus kept as it was.
     abort_after_failures: int = 3
+    # `scrape --sample` serves the bundled site on a random loopback port; its pages are
+    # stored under this stable site URL instead, so that every re-scrape compares like with
+    # like (.invalid: a reserved name, plainly not a real site).
+    sample_site_url: str = "http://sample-guide.guiderag.invalid"
 
     # --- retrieval ---------------------------------------------------------
     pipeline: str = "ours"  # "ours" | "protocol"
