@@ -38,11 +38,14 @@ _DECLINE = re.compile(
     r"|(?:書かれて|記載されて|含まれて|触れられて)いません"
     r"|(?:回答|お答え|答え)(?:することが)?(?:でき|られ)ません"
     r"|わかりません|分かりません"
-    r"|insufficient information|not enough information|does not contain (?:enough|sufficient)"
-    r"|cannot answer|can ?not be answered|no information)",
+    # English, as squashed (spaces removed)
+    r"|insufficientinformation|notenoughinformation|doesnotcontain(?:enough|sufficient)"
+    r"|cannotanswer|cannotbeanswered|noinformation)",
     re.I,
 )
 DECLINE_SHORT_CHARS = 80
+# A reply this short that contains a decline anywhere is a decline.
+DECLINE_TINY_CHARS = 40
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[。！？!?])|\n+")
 _STRIP = re.compile(r"[\s、。，．,.・「」『』（）()【】\[\]!?！？:：;；\"'“”‘’…-]+")
@@ -70,7 +73,13 @@ def _squash(text: str) -> str:
 
 
 def is_insufficient(reply: str) -> bool:
-    """True when the reply is the protocol's insufficiency sentence or a close variant."""
+    """True when the reply is the protocol's insufficiency sentence or a close variant.
+
+    Declined: an empty reply; a reply opening with the protocol's sentence; a reply whose
+    first sentence is a short decline and which is short overall (an apology or a pointer
+    may follow); a very short reply containing a decline anywhere. A long answer that says
+    one detail is missing ("費用については記載されていません") still answers.
+    """
     squashed = _squash(reply)
     if not squashed:
         return True
@@ -81,7 +90,7 @@ def is_insufficient(reply: str) -> bool:
         # The first sentence declines; the rest may only apologise or point elsewhere.
         if len(squashed) <= DECLINE_SHORT_CHARS * 2:
             return True
-    return len(squashed) <= DECLINE_SHORT_CHARS and bool(_DECLINE.search(squashed))
+    return len(squashed) <= DECLINE_TINY_CHARS and bool(_DECLINE.search(squashed))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -124,6 +124,12 @@ class LLMClient:
             ) from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"{where} failed: {_short(str(exc))}") from exc
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # e.g. a proxy's HTML page with a JSON content type: not an OpenAI reply
+            raise ModelError(
+                f"{where} sent a reply that is not an OpenAI chat completion ({type(exc).__name__}: "
+                f"{_short(str(exc))}); is OPENAI_BASE_URL an OpenAI-compatible /v1 endpoint?"
+            ) from exc
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError(f"{where} returned no choices")

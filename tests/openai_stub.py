@@ -101,7 +101,9 @@ class OpenAIStub:
                 stub._answer(self, body, reply)
 
         self._server = _Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="openai-stub", daemon=True
+        )
         self._thread.start()
         return self
 
