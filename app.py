@@ -113,6 +113,7 @@ CSS = """
 .grag-quote { margin: 0; padding: 0.6rem 0.9rem; border-left: 4px solid #2e7d5b;
   background: #f3f8f5; border-radius: 0 6px 6px 0; color: #1d2b24; }
 .grag-quote .grag-line { display: block; margin: 0.15rem 0; }
+.grag-gap { color: #7a8794; }
 .grag-source { font-size: 0.85rem; color: #4a5560; margin-top: 0.35rem; }
 .grag-source a { color: #1a5fb4; text-decoration: underline; }
 .grag-meta { display: inline-block; margin-right: 0.8rem; }
@@ -221,22 +222,37 @@ def format_lines(lines: Sequence[int]) -> str:
     return ", ".join(runs)
 
 
-def passage_html(passage: ShownPassage, tz_name: str) -> str:
-    """One quoted passage: the verbatim lines, then title link, lines, fetch date, version."""
-    lines = [line for line in str(passage.text).splitlines() if line.strip()] or [passage.text]
-    quote = "".join(f'<span class="grag-line">{escape_text(line)}</span>' for line in lines)
-    meta = [f"{TEXT['source']}：{link(passage.url, passage.title or passage.url)}"]
-    if passage.lines:
-        meta.append(escape_text(TEXT["lines"].format(lines=format_lines(passage.lines))))
+def group_passages(passages: Sequence[ShownPassage]) -> list[list[ShownPassage]]:
+    """Runs of lines from the same page version, together, in order of first appearance."""
+    groups: dict[tuple[str, int], list[ShownPassage]] = {}
+    for passage in passages:
+        groups.setdefault((passage.url, passage.version), []).append(passage)
+    return list(groups.values())
+
+
+def passage_html(runs: Sequence[ShownPassage], tz_name: str) -> str:
+    """One page's quoted lines (runs apart marked by ⋯), then its title link, line numbers,
+    fetch date and version."""
+    first = runs[0]
+    quoted: list[str] = []
+    for i, run in enumerate(runs):
+        if i:
+            quoted.append('<span class="grag-line grag-gap">⋯</span>')
+        lines = [line for line in str(run.text).splitlines() if line.strip()] or [run.text]
+        quoted.extend(f'<span class="grag-line">{escape_text(line)}</span>' for line in lines)
+    numbers = [n for run in runs for n in run.lines]
+    where = f"{TEXT['source']}：{link(first.url, first.title or first.url)}"
+    if numbers:
+        where += escape_text(f"（{TEXT['lines'].format(lines=format_lines(numbers))}）")
+    fetched = TEXT["fetched"].format(date=format_date(first.fetched_at, tz_name))
+    version = TEXT["version"].format(version=first.version)
     source = (
-        f'<span class="grag-meta">{meta[0]}'
-        + (f"（{meta[1]}）" if len(meta) > 1 else "")
-        + "</span>"
-        f'<span class="grag-meta">{escape_text(TEXT["fetched"].format(date=format_date(passage.fetched_at, tz_name)))}</span>'
-        f'<span class="grag-meta">{escape_text(TEXT["version"].format(version=passage.version))}</span>'
+        f'<span class="grag-meta">{where}</span>'
+        f'<span class="grag-meta">{escape_text(fetched)}</span>'
+        f'<span class="grag-meta">{escape_text(version)}</span>'
     )
     return (
-        f'<div class="grag-passage"><div class="grag-quote">{quote}</div>'
+        f'<div class="grag-passage"><div class="grag-quote">{"".join(quoted)}</div>'
         f'<div class="grag-source">{source}</div></div>'
     )
 
@@ -298,7 +314,7 @@ def answer_html(answer: Answer, settings: Settings) -> str:
     else:
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_governed"])}</p>')
     if answer.passages:
-        parts.extend(passage_html(p, tz) for p in answer.passages)
+        parts.extend(passage_html(runs, tz) for runs in group_passages(answer.passages))
     else:  # not expected from the chatbot, but never show nothing
         parts.append(f'<div class="grag-quote">{paragraphs(answer.answer)}</div>')
     if answer.audit_id is not None:
@@ -322,19 +338,33 @@ def error_details(exc: BaseException) -> str:
     )
 
 
-def site_label(status: StoreStatus) -> str:
-    """The loaded guideline's site for the sidebar (host, or 'bundled sample' on loopback)."""
+def is_sample_site(url: str | None, settings: Settings) -> bool:
+    """True for the bundled sample: its stable placeholder host, or a loopback server."""
+    if not url:
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    sample_host = (urlsplit(settings.sample_site_url).hostname or "").lower()
+    return host == sample_host or host in ("127.0.0.1", "localhost", "::1")
+
+
+def site_label(status: StoreStatus, settings: Settings) -> str:
+    """The loaded guideline's site for the sidebar (its host, or 'the bundled sample')."""
     if not status.toc_url:
         return "—"
-    host = urlsplit(status.toc_url).hostname or status.toc_url
-    if host in ("127.0.0.1", "localhost", "::1"):
+    if is_sample_site(status.toc_url, settings):
         return TEXT["sidebar_sample"]
-    return host
+    return urlsplit(status.toc_url).hostname or status.toc_url
 
 
 def sidebar_html(status: StoreStatus, settings: Settings) -> str:
+    """Which guideline is loaded: its site (a link unless it is the sample), pages, last scrape."""
+    label = site_label(status, settings)
+    if status.toc_url and not is_sample_site(status.toc_url, settings):
+        site_html = link(status.toc_url, label)
+    else:
+        site_html = escape_text(label)
     rows = [
-        (TEXT["sidebar_site"], link(status.toc_url, site_label(status)) if status.toc_url else "—"),
+        (TEXT["sidebar_site"], site_html),
         (TEXT["sidebar_pages"], escape_text(f"{status.pages}")),
         (
             TEXT["sidebar_scraped"],

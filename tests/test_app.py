@@ -1,0 +1,294 @@
+"""The Streamlit chat (app.py) driven through streamlit.testing.v1.AppTest.
+
+Real components throughout: the bundled sample site served on loopback and scraped into
+a real SQLite store, the real retrieval index and chatbot, and a loopback server speaking
+the OpenAI wire format for the model-error flow. The sample store is built once per test
+session (guiderag.bootstrap, the same code the app runs on a first start) and copied for
+each test, so the tests do not share a database.
+"""
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app as chat_app
+from guiderag.bootstrap import ensure_corpus, store_status
+from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from store import FetchedPage, Store
+from tests.openai_stub import OpenAIStub, Reply
+
+APP = str(REPO_ROOT / "app.py")
+RUN_TIMEOUT_S = 120  # a generous ceiling for slow CI machines, not a speed assertion
+IN_SCOPE = "胸腺腫瘍にはどのような治療法がありますか？"
+OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"
+ENV_KEYS = (
+    "GUIDERAG_DB", "GUIDERAG_MODE", "GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL",
+    "GUIDERAG_KEYWORDS_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GUIDERAG_MODEL_RETRIES",
+    "GUIDERAG_FALLBACK_TO_EXTRACT", "GUIDERAG_SAMPLE_ON_EMPTY",
+)
+
+
+# --- fixtures ---------------------------------------------------------------------------
+def copy_store(src: Path, dst: Path) -> Path:
+    """A consistent copy of a store (SQLite backup API) and of its retrieval index."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(src) as source, sqlite3.connect(dst) as target:
+        source.backup(target)
+    index = src.with_name(src.name + ".index")
+    if index.exists():
+        shutil.copytree(index, dst.with_name(dst.name + ".index"))
+    return dst
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample guideline scraped and indexed once for the whole session."""
+    db = tmp_path_factory.mktemp("sample") / "sample.db"
+    result = ensure_corpus(Settings.load(env={}, db=db))
+    assert result.built and result.pages > 0
+    return db
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No model and no store from the developer's shell leaks into a test."""
+    for key in ENV_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def store_copy(sample_store: Path, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Path:
+    db = copy_store(sample_store, tmp_path / "store" / "guiderag.db")
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    return db
+
+
+def start_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=RUN_TIMEOUT_S).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def ask(at: AppTest, question: str) -> AppTest:
+    at.chat_input[0].set_value(question).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def blocks(at: AppTest, css_class: str) -> list[str]:
+    """The HTML of every markdown element the app wrote with our own class."""
+    return [m.value for m in at.markdown if f"{css_class}" in m.value]
+
+
+def history(at: AppTest) -> list[chat_app.Turn]:
+    return list(at.session_state["history"])
+
+
+# --- the flows --------------------------------------------------------------------------
+def test_answered_question_shows_verbatim_quotes_with_link_date_and_version(store_copy: Path) -> None:
+    at = ask(start_app(), IN_SCOPE)
+    [turn] = history(at)
+    answer = turn.answer
+    assert answer is not None and answer.governed and answer.passages
+    assert answer.mode == "extract"
+    [shown] = blocks(at, "grag-governed")
+    with Store(store_copy) as store:
+        for passage in answer.passages:
+            page = store.get_version(passage.url, passage.version)
+            assert page is not None, passage.url
+            for number, text in zip(passage.lines, passage.text.splitlines()):
+                # The quote is the stored line itself, escaped, not a paraphrase.
+                assert page.line(number) == text
+                assert chat_app.escape_text(text) in shown
+            assert f'href="{html.escape(passage.url, quote=True)}"' in shown
+            assert chat_app.escape_text(page.title) in shown
+            assert chat_app.escape_text(f"版：{passage.version}") in shown
+    assert "取得日" in shown and re.search(r"\d{4}年\d{1,2}月\d{1,2}日", shown)
+    assert not at.error and not blocks(at, "grag-notcovered")
+    # The user's question is shown too, in its own chat message.
+    assert [m.name for m in at.chat_message] == ["user", "assistant"]
+
+
+def test_not_covered_question_gets_the_refusal_and_escalation_not_an_error(store_copy: Path) -> None:
+    at = ask(start_app(), OUT_OF_SCOPE)
+    [turn] = history(at)
+    assert turn.answer is not None and not turn.answer.governed
+    [shown] = blocks(at, "grag-notcovered")
+    assert chat_app.escape_text(DEFAULT_REFUSAL) in shown
+    assert chat_app.escape_text(DEFAULT_ESCALATION) in shown
+    assert chat_app.escape_text(chat_app.TEXT["not_covered_badge"]) in shown
+    assert "grag-quote" not in shown and "href=" not in shown
+    assert not at.error and not blocks(at, "grag-governed")
+
+
+def test_history_is_kept_for_the_session_and_each_question_answered_alone(store_copy: Path) -> None:
+    at = ask(ask(start_app(), IN_SCOPE), OUT_OF_SCOPE)
+    turns = history(at)
+    assert [t.question for t in turns] == [IN_SCOPE, OUT_OF_SCOPE]
+    assert turns[0].answer.governed and not turns[1].answer.governed
+    # Both answers stay on screen, in order.
+    assert len(blocks(at, "grag-governed")) == 1 and len(blocks(at, "grag-notcovered")) == 1
+    assert [m.name for m in at.chat_message] == ["user", "assistant", "user", "assistant"]
+
+
+def test_model_error_shows_a_clear_message_not_a_crash(store_copy: Path, clean_env: pytest.MonkeyPatch) -> None:
+    with OpenAIStub(default=Reply(status=500)) as stub:
+        clean_env.setenv("OPENAI_BASE_URL", stub.base_url)
+        clean_env.setenv("OPENAI_API_KEY", "test")
+        clean_env.setenv("GUIDERAG_ANSWER_MODEL", "stub-model")
+        clean_env.setenv("GUIDERAG_MODE", "generate")
+        clean_env.setenv("GUIDERAG_MODEL_RETRIES", "0")
+        at = start_app()
+        # With a model configured the sidebar offers all three modes, generate preselected.
+        [mode] = at.sidebar.radio
+        assert mode.options == [chat_app.MODE_LABELS[m] for m in ("extract", "lines", "generate")]
+        assert mode.value == "generate"
+        at = ask(at, IN_SCOPE)
+        assert stub.calls >= 1
+    [turn] = history(at)
+    assert turn.error_kind == "model"
+    assert [e.value for e in at.error] == [chat_app.TEXT["model_error"]]
+    assert not blocks(at, "grag-notcovered")  # a failure is not "the guideline does not say"
+
+
+def test_generate_mode_labels_the_summary_and_sends_no_history_to_the_model(
+    store_copy: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    summary = "胸腺腫瘍の治療について、ガイドラインの記載をまとめました。"
+    with OpenAIStub(default=summary) as stub:
+        clean_env.setenv("OPENAI_BASE_URL", stub.base_url)
+        clean_env.setenv("OPENAI_API_KEY", "test")
+        clean_env.setenv("GUIDERAG_ANSWER_MODEL", "stub-model")
+        clean_env.setenv("GUIDERAG_MODE", "generate")
+        at = ask(start_app(), "胸腺腫の手術について知りたい")
+        first_calls = stub.calls
+        at = ask(at, IN_SCOPE)
+        later = stub.requests[first_calls:]
+    assert first_calls >= 1 and later
+    for request in later:
+        for message in request["messages"]:
+            assert "胸腺腫の手術について知りたい" not in message["content"]
+    turn = history(at)[-1]
+    assert turn.answer is not None and turn.answer.governed and turn.answer.summary
+    [shown] = [b for b in blocks(at, "grag-governed") if chat_app.escape_text(IN_SCOPE) not in b][-1:]
+    label = chat_app.escape_text(chat_app.TEXT["summary_label"])
+    assert label in shown and "grag-quote" in shown
+    assert shown.index(label) < shown.index("grag-quote")  # the summary sits above its sources
+
+
+def test_empty_input_is_answered_with_a_hint_and_nothing_is_asked(store_copy: Path) -> None:
+    at = ask(start_app(), "   　  ")
+    assert history(at) == []
+    assert [i.value for i in at.info] == [chat_app.TEXT["empty_question"]]
+    assert not at.error
+
+
+def test_first_run_builds_the_sample_guideline_into_an_empty_store(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "fresh" / "guiderag.db"
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    at = start_app()
+    [status] = at.status
+    assert status.state == "complete"
+    pages = store_status(Settings.load(env={}, db=db)).pages
+    assert pages > 0
+    assert status.label == chat_app.TEXT["setup_done"].format(pages=pages)
+    sidebar = "".join(m.value for m in at.sidebar.markdown)
+    assert chat_app.escape_text(chat_app.TEXT["sidebar_sample"]) in sidebar
+    assert f"<dd>{pages}</dd>" in sidebar
+    # The next start finds the pages and does not build again; the question is answered.
+    at = ask(start_app(), IN_SCOPE)
+    assert not at.status
+    assert history(at)[0].answer.governed
+
+
+def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "real" / "guiderag.db"
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    clean_env.setenv("GUIDERAG_SAMPLE_ON_EMPTY", "0")
+    at = start_app()
+    assert not at.status
+    assert [i.value for i in at.info] == [chat_app.TEXT["no_guideline"]]
+    assert store_status(Settings.load(env={}, db=db)).pages == 0
+
+
+def test_sidebar_offers_only_extract_without_a_model(store_copy: Path) -> None:
+    at = start_app()
+    assert not at.sidebar.radio
+    assert chat_app.TEXT["sidebar_mode_extract_only"] in [c.value for c in at.sidebar.caption]
+    assert chat_app.TEXT["disclaimer"] in [c.value for c in at.sidebar.caption]
+
+
+# --- nothing a user or a page says is rendered as HTML or Markdown ----------------------
+INJECTIONS = (
+    "<script>alert(1)</script>",
+    "**太字**",
+    "[リンク](javascript:alert(1))",
+    "<img src=x onerror=alert(2)>",
+    ":red[赤]",
+    "$x^2$",
+)
+
+
+def _assert_inert(shown: str) -> None:
+    assert "<script" not in shown.lower() and "<img" not in shown.lower()
+    assert "javascript:" not in shown.lower()  # the ':' is a character reference
+    assert "**" not in shown and "[" not in shown and "$" not in shown
+
+
+def test_escape_text_leaves_nothing_for_html_or_markdown() -> None:
+    for text in INJECTIONS:
+        escaped = chat_app.escape_text(text)
+        _assert_inert(escaped)
+        assert html.unescape(escaped) == text  # shown literally, character for character
+    assert chat_app.link("javascript:alert(1)", "x") == "x"
+    assert chat_app.link("data:text/html,hi", "x") == "x"
+    assert 'href="https://example.org/a?b=1&amp;c=2"' in chat_app.link("https://example.org/a?b=1&c=2", "x")
+    assert "\n" not in chat_app.question_html("一行目\n\n**二行目**")
+
+
+def injected_store(db: Path) -> None:
+    """A one-page guideline whose lines carry markup, indexed."""
+    import retrieval
+
+    lines = (
+        "胸腺腫瘍の治療についての説明",
+        "胸腺腫瘍の治療では手術がよく行われます " + " ".join(INJECTIONS),
+        "胸腺腫瘍の治療には放射線治療もあります。",
+    )
+    with Store(db) as store:
+        run = store.begin_run("https://guide.example.org/index.html")
+        page = FetchedPage(url="https://guide.example.org/q1.html?a=1&b=<x>", title="Q1 <b>治療</b> **法**", lines=lines)
+        store.commit_run(run, [page], content_urls=[page.url])
+    retrieval.build_index(Settings.load(env={}, db=db))
+
+
+def test_markup_in_questions_and_pages_is_shown_literally(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "inj" / "guiderag.db"
+    injected_store(db)
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    question = "胸腺腫瘍の治療は？ " + " ".join(INJECTIONS)
+    at = ask(start_app(), question)
+    [turn] = history(at)
+    assert turn.answer is not None and turn.answer.governed
+    user_html = [m.value for m in at.chat_message[0].markdown]
+    answer_html = [m.value for m in at.chat_message[1].markdown]
+    assert user_html and answer_html
+    for shown in user_html + answer_html:
+        body = re.sub(r'href="[^"]*"', "", shown)  # our own link target is checked below
+        _assert_inert(body)
+    joined = "".join(answer_html)
+    assert chat_app.escape_text(INJECTIONS[0]) in joined
+    assert chat_app.escape_text("Q1 <b>治療</b> **法**") in joined
+    assert 'href="https://guide.example.org/q1.html?a=1&amp;b=&lt;x&gt;"' in joined
+    assert chat_app.escape_text(question) in "".join(user_html)

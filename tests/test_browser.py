@@ -1,0 +1,267 @@
+"""The chat in a real browser: `streamlit run app.py` on 127.0.0.1, driven by Debian's Chromium.
+
+Asserts on what a person sees (the quoted guideline lines with their page link; the
+refusal; markup typed by the user shown literally), saves desktop and phone-width
+screenshots under tests/artifacts/, and prints the time from Enter to the answer on
+screen (extract mode) measured inside the page. The figure is printed, not asserted.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from guiderag.bootstrap import ensure_corpus
+from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from store import Store
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+START_TIMEOUT_S = 90
+ANSWER_TIMEOUT_S = 60
+IN_SCOPE = "胸腺腫瘍の治療法を教えてください。"
+OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"
+MARKUP_QUESTION = "**太字** <script>window.__xss=1</script> <img src=x onerror=\"window.__xss=2\"> [押して](javascript:window.__xss=3)"
+# Extra questions for the latency figure (answers or refusals: both are timed).
+LATENCY_QUESTIONS = (
+    "胸腺腫の手術について知りたい",
+    "放射線治療の副作用は？",
+    "抗がん剤治療はどのように行いますか",
+    "再発したときの治療は？",
+    "治療後の通院はどうなりますか",
+    "胸腺がんとは何ですか",
+    "小児の神経膠腫の治療法",
+    "手術の後の生活で気をつけることは",
+)
+
+# Runs inside the page: stamps Enter in the chat box, and the moment the number of
+# answers on screen reaches the expected count.
+TIMER_JS = """
+if (!window.__grag) {
+  window.__grag = {t0: null, t1: null, target: 0};
+  document.addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' && !e.shiftKey) { window.__grag.t0 = performance.now(); window.__grag.t1 = null; }
+  }, true);
+  new MutationObserver(function () {
+    var g = window.__grag;
+    if (g.t0 !== null && g.t1 === null &&
+        document.querySelectorAll('.grag-answer, [data-testid="stAlert"]').length >= g.target) {
+      g.t1 = performance.now();
+    }
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+}
+window.__grag.target = arguments[0];
+window.__grag.t0 = null; window.__grag.t1 = null;
+"""
+
+
+def _need_browser() -> None:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not found: the browser test needs Debian's chromium and "
+            "chromium-driver. Run the README's test command (scripts/test.sh), which installs them."
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prepared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("browser") / "guiderag.db"
+    ensure_corpus(Settings.load(env={}, db=db))
+    return db
+
+
+@pytest.fixture(scope="module")
+def server(prepared_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port, with GUIDERAG_DB at the prepared store."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
+    env["GUIDERAG_DB"] = str(prepared_store)
+    log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(port),
+             "--browser.gatherUsageStats", "false"],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator["object"]:
+    _need_browser()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="guiderag-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run", "--lang=ja-JP", f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# --- helpers --------------------------------------------------------------------------
+def open_chat(driver, url: str, width: int, height: int) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.set_window_size(width, height)
+    driver.get(url)
+    WebDriverWait(driver, START_TIMEOUT_S, poll_frequency=0.1).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stChatInput"] textarea')
+    )
+
+
+def answers(driver) -> list:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
+
+
+def send(driver, question: str) -> float:
+    """Type a question, press Enter, wait for its answer; return Enter -> answer in ms."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    shown = len(driver.find_elements(By.CSS_SELECTOR, '.grag-answer, [data-testid="stAlert"]'))
+    driver.execute_script(TIMER_JS, shown + 1)
+    box = driver.find_element(By.CSS_SELECTOR, '[data-testid="stChatInput"] textarea')
+    box.send_keys(question)
+    box.send_keys(Keys.ENTER)
+    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
+        lambda d: d.execute_script("return window.__grag.t1 !== null")
+    )
+    # Let the rerun finish (the spinner gone) before the next question.
+    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
+        lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stSpinner"]')
+    )
+    return float(driver.execute_script("return window.__grag.t1 - window.__grag.t0"))
+
+
+def last_message(driver):
+    return answers(driver)[-1]
+
+
+def no_horizontal_scroll(driver) -> bool:
+    return bool(driver.execute_script(
+        "var els = document.querySelectorAll('.grag-block');"
+        "for (var i = 0; i < els.length; i++) { if (els[i].scrollWidth > els[i].clientWidth + 1) return false; }"
+        "return document.documentElement.scrollWidth <= window.innerWidth;"
+    ))
+
+
+# --- the test -------------------------------------------------------------------------------
+def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with Store(prepared_store) as store:
+        pages = {p.url: p for p in store.current_pages()}
+    assert pages
+
+    # Desktop: one in-scope question.
+    open_chat(browser, server, 1280, 1400)
+    send(browser, IN_SCOPE)
+    reply = last_message(browser)
+    quotes = reply.find_elements(By.CSS_SELECTOR, ".grag-quote")
+    links = reply.find_elements(By.CSS_SELECTOR, ".grag-source a")
+    assert quotes and links, reply.text
+    for link in links:
+        href = link.get_attribute("href")
+        assert href in pages, href
+        assert link.text == pages[href].title
+        assert link.is_displayed()
+    stored_lines = {line.strip() for p in pages.values() for line in p.lines}
+    for quote in quotes:
+        for line in quote.find_elements(By.CSS_SELECTOR, ".grag-line"):
+            if line.text != "⋯":
+                assert line.text.strip() in stored_lines, line.text  # the guideline's own words
+    assert any("胸腺" in q.text for q in quotes)
+    assert "取得日" in reply.text and "版：" in reply.text
+    browser.save_screenshot(str(ARTIFACTS / "desktop-answer.png"))
+
+    # Out of scope: the refusal and where to ask instead, no quote, no link.
+    send(browser, OUT_OF_SCOPE)
+    reply = last_message(browser)
+    box = reply.find_element(By.CSS_SELECTOR, ".grag-notcovered")
+    assert DEFAULT_REFUSAL in box.text and DEFAULT_ESCALATION in box.text
+    assert not reply.find_elements(By.CSS_SELECTOR, ".grag-quote, a")
+    browser.save_screenshot(str(ARTIFACTS / "desktop-refusal.png"))
+
+    # Markup typed by the user is shown literally and runs nothing.
+    send(browser, MARKUP_QUESTION)
+    question_bubble = answers(browser)[-2]
+    assert "**太字**" in question_bubble.text and "<script>" in question_bubble.text
+    assert "[押して](javascript:window.__xss=3)" in question_bubble.text
+    assert not question_bubble.find_elements(By.CSS_SELECTOR, "strong, em, img, script, a")
+    assert browser.execute_script("return window.__xss === undefined")
+
+    # Phone width: the same answers wrap, nothing scrolls sideways.
+    open_chat(browser, server, 390, 1800)
+    send(browser, IN_SCOPE)
+    assert last_message(browser).find_elements(By.CSS_SELECTOR, ".grag-quote")
+    assert no_horizontal_scroll(browser)
+    browser.save_screenshot(str(ARTIFACTS / "phone-answer.png"))
+    send(browser, OUT_OF_SCOPE)
+    assert no_horizontal_scroll(browser)
+    browser.save_screenshot(str(ARTIFACTS / "phone-refusal.png"))
+
+    # Latency, extract mode, on a fresh page: Enter -> answer on screen, in the page's clock.
+    open_chat(browser, server, 1280, 1400)
+    times = [send(browser, q) for q in (IN_SCOPE, OUT_OF_SCOPE, *LATENCY_QUESTIONS)]
+    p50 = statistics.median(times)
+    report = (
+        f"Enter -> answer on screen (extract mode, {len(times)} questions): "
+        f"p50 {p50:.0f} ms, min {min(times):.0f} ms, max {max(times):.0f} ms; "
+        f"each: {', '.join(f'{t:.0f}' for t in times)}"
+    )
+    print("\n" + report)
+    (ARTIFACTS / "latency.txt").write_text(report + "\n", encoding="utf-8")
