@@ -161,10 +161,30 @@ def questions(
 
 
 def sample(items: Sequence[Question], n: int, seed: str = Settings.jsquad_seed) -> list[Question]:
-    """A deterministic sample of n questions (by sha1 of seed + id), in the input order."""
+    """A deterministic sample of n questions, stratified by kind, in the input order.
+
+    Each kind gets its share of n (at least one question of each kind present when
+    n >= 2); within a kind, questions are taken in the order of sha1(seed + id).
+    """
     if n <= 0 or n >= len(items):
         return list(items)
-    keep = {q.id for q in sorted(items, key=lambda q: _digest(seed + "\0" + q.id))[:n]}
+    kinds: dict[str, list[Question]] = {}
+    for q in items:
+        kinds.setdefault(q.kind, []).append(q)
+    quota = {k: round(n * len(v) / len(items)) for k, v in kinds.items()}
+    if n >= len(kinds):
+        for k in quota:
+            quota[k] = max(1, quota[k])
+    while sum(quota.values()) > n:  # rounding overshoot: trim the largest share
+        k = max(quota, key=lambda key: quota[key])
+        quota[k] -= 1
+    while sum(quota.values()) < n:
+        k = max(quota, key=lambda key: len(kinds[key]) - quota[key])
+        quota[k] += 1
+    keep: set[str] = set()
+    for k, group in kinds.items():
+        ranked = sorted(group, key=lambda q: _digest(seed + "\0" + q.id))
+        keep.update(q.id for q in ranked[: quota[k]])
     return [q for q in items if q.id in keep]
 
 

@@ -1,0 +1,92 @@
+"""`guiderag eval` and `guiderag devbench`: argument handling and printing only."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from guiderag.errors import InputError
+from guiderag.settings import Settings
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _summary_table(summary: dict[str, dict]) -> str:
+    lines = [f"{'metric':<28}{'value':>10}{'n':>7}  description"]
+    for name, info in summary.items():
+        v = info.get("value")
+        lines.append(f"{name:<28}{'-' if v is None else f'{v:.4f}':>10}{info.get('n') or 0:>7}  {info.get('description', '')}")
+    return "\n".join(lines)
+
+
+def run_eval(args: argparse.Namespace, settings: Settings) -> int:
+    """Run a question workbook into a results workbook, or compare two results workbooks."""
+    from .workbook import read_questions
+
+    as_json = bool(getattr(args, "json", False))
+    if args.compare:
+        if args.questions or args.out:
+            raise InputError("give either QUESTIONS.xlsx --out RESULTS.xlsx, or --compare A.xlsx B.xlsx, not both")
+        from .compare import compare_workbooks
+
+        a, b = args.compare
+        result = compare_workbooks(a, b, resamples=settings.bootstrap_resamples, seed=settings.bootstrap_seed)
+        if as_json:
+            _print_json(result.to_json())
+        else:
+            print(result.table())
+        return 0
+    if args.questions is None:
+        raise InputError("give a question workbook: guiderag eval QUESTIONS.xlsx --out RESULTS.xlsx")
+    if args.out is None:
+        raise InputError("--out RESULTS.xlsx is required: where to write the scored results")
+    if args.out.suffix.lower() != ".xlsx":
+        raise InputError(f"--out must name an .xlsx workbook, not {args.out}")
+    if args.out.exists() and args.out.resolve() == args.questions.resolve():
+        raise InputError("--out is the question workbook itself: choose another file for the results")
+    questions = read_questions(args.questions)
+
+    from .runner import run_questions
+
+    try:
+        outcome = run_questions(settings, questions, args.out, mode=args.mode)
+    except KeyboardInterrupt:
+        print(f"guiderag: interrupted: the questions done so far are in {args.out} (marked partial)", file=sys.stderr)
+        raise
+    if as_json:
+        _print_json({"out": str(args.out), "questions": outcome.total,
+                     "summary": {k: v["value"] for k, v in outcome.summary.items()}})
+    else:
+        print(f"{outcome.total} questions, mode {args.mode or settings.mode}, pipeline {settings.pipeline}: "
+              f"results in {args.out}")
+        print(_summary_table(outcome.summary))
+    return 0
+
+
+def _list(value: str, name: str) -> list[str]:
+    items = [v.strip() for v in (value or "").split(",") if v.strip()]
+    if not items:
+        raise InputError(f"--{name} needs at least one value")
+    return items
+
+
+def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
+    """Build, serve and scrape the JSQuAD site; evaluate each pipeline and mode; print one table."""
+    from .devbench import run_devbench as bench
+
+    report = bench(
+        settings,
+        pipelines=_list(args.pipelines, "pipelines"),
+        modes=_list(args.modes, "modes"),
+        bench_dir=args.bench_dir,
+        limit=args.limit,
+        workdir=args.workdir,
+    )
+    if getattr(args, "json", False):
+        _print_json(report.to_json())
+    else:
+        print(report.table())
+    return 0

@@ -1,0 +1,214 @@
+"""The JSQuAD dev benchmark as one command.
+
+Build the guidebook-like site of the in-scope JSQuAD articles in a work folder, serve it
+on 127.0.0.1, scrape it with our scraper (no delay) into a fresh store there, then run
+every question through each retrieval pipeline and answer mode, and print one table.
+Modes that need a language model are reported as skipped when none is configured.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit
+
+from guiderag.errors import InputError
+from guiderag.settings import Settings
+
+from . import jsquad
+from .runner import run_questions
+from .site_builder import serve_directory
+from .workbook import IN_SCOPE, write_questions
+
+DB_NAME = "devbench.db"
+SITE_DIR = "site"
+
+# Table columns: (summary metric, header, format).
+TABLE: list[tuple[str, str, str]] = [
+    ("right_page_first", "right page first", "{:.3f}"),
+    ("answer_in_reference", "answer in reference", "{:.3f}"),
+    ("gold_in_answer", "gold in answer", "{:.3f}"),
+    ("answer_chars_mean", "mean answer chars", "{:.0f}"),
+    ("refusal_rate_out_of_scope", "out-of-scope refused", "{:.3f}"),
+    ("verbatim_rate", "verbatim", "{:.3f}"),
+    ("latency_p50_ms", "p50 ms", "{:.1f}"),
+]
+
+
+@dataclass
+class BenchRun:
+    pipeline: str
+    mode: str
+    status: str  # "ok" | "skipped"
+    reason: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+    workbook: str | None = None
+    seconds: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class BenchReport:
+    questions: int
+    in_scope: int
+    out_of_scope: int
+    sampled: str  # "" when every question ran
+    articles: int
+    site_pages: int
+    stored_pages: int
+    scrape: dict[str, int]
+    workdir: str | None
+    runs: list[BenchRun]
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["runs"] = [r.to_json() for r in self.runs]
+        return data
+
+    def table(self) -> str:
+        head = (
+            f"JSQuAD dev benchmark: {self.questions} questions ({self.in_scope} in scope, "
+            f"{self.out_of_scope} out of scope){' — ' + self.sampled if self.sampled else ''}; "
+            f"{self.site_pages} of {self.articles} articles on the site, {self.stored_pages} pages stored by the scraper"
+        )
+        cols = ["pipeline", "mode"] + [h for _, h, _ in TABLE]
+        widths = [max(9, len(c)) for c in cols]
+        lines = [head, "", "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cols, widths)))]
+        for run in self.runs:
+            cells = [run.pipeline, run.mode]
+            if run.status != "ok":
+                cells += [f"skipped: {run.reason}"]
+                lines.append("  ".join(c.ljust(w) for c, w in zip(cells[:2], widths)) + "  " + cells[2])
+                continue
+            for key, _, fmt in TABLE:
+                value = run.metrics.get(key)
+                cells.append("-" if value is None else fmt.format(value))
+            lines.append("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))
+        lines += [
+            "",
+            "right page first, answer in reference, gold in answer: in-scope questions; a refusal counts as a miss.",
+            "answer in reference: a gold answer string inside the retrieval reference "
+            "(at most reference_chars); gold in answer: inside the answer shown (at most answer_chars).",
+            "verbatim: answered questions whose every line is a stored line of a cited page.",
+        ]
+        if self.workdir:
+            lines.append(f"site, store and result workbooks: {self.workdir}")
+        return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _workdir(path: Path | None) -> Iterator[tuple[Path, bool]]:
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path, True
+        return
+    with tempfile.TemporaryDirectory(prefix="guiderag-devbench-") as tmp:
+        yield Path(tmp), False
+
+
+def _fresh_store(settings: Settings) -> None:
+    """Remove the store (and its index) an earlier devbench left in the work folder."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = settings.db.with_name(settings.db.name + suffix)
+        if p.exists():
+            p.unlink()
+    if settings.index_dir.is_dir():
+        shutil.rmtree(settings.index_dir)
+
+
+def run_devbench(
+    settings: Settings,
+    *,
+    pipelines: Sequence[str],
+    modes: Sequence[str],
+    bench_dir: Path | None = None,
+    limit: int | None = None,
+    workdir: Path | None = None,
+    log: Any = None,
+) -> BenchReport:
+    """Build, serve, scrape, evaluate; return the report (see BenchReport.table/to_json)."""
+    import scraper
+    from store import Store
+
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    for p in pipelines:
+        if p not in ("ours", "protocol"):
+            raise InputError(f"unknown pipeline {p!r}: use ours and/or protocol")
+    for m in modes:
+        if m not in ("extract", "lines", "generate"):
+            raise InputError(f"unknown mode {m!r}: use extract, lines and/or generate")
+    if limit is not None and limit <= 0:
+        raise InputError(f"--limit must be a positive number of questions, not {limit}")
+
+    articles = jsquad.load_articles(bench_dir, settings=settings)
+    inside, outside = jsquad.split_articles(articles, settings.jsquad_held_out, settings.jsquad_seed)
+    all_questions = jsquad.questions(inside, outside)
+    n = limit or settings.devbench_sample
+    chosen = jsquad.sample(all_questions, n, settings.jsquad_seed) if n else all_questions
+    sampled = ""
+    if len(chosen) < len(all_questions):
+        why = "--limit" if limit else "GUIDERAG_DEVBENCH_SAMPLE"
+        sampled = f"a deterministic sample of {len(chosen)} of {len(all_questions)} ({why})"
+
+    with _workdir(workdir) as (work, keep):
+        site = work / SITE_DIR
+        toc = jsquad.build_site(inside, site)
+        base = settings.replace(db=work / DB_NAME, delay_s=0.0, urls_xlsx=work / "urls.xlsx")
+        _fresh_store(base)
+        write_questions(chosen, work / "questions.xlsx")
+        log(f"devbench: {len(inside)} articles on the site, {len(outside)} held back; {len(chosen)} questions")
+        with serve_directory(site) as root:
+            summary = scraper.scrape(base, root + toc)
+        with Store(base.db, create=False) as store:
+            stored = store.current_pages()
+        expected = {a.path for a in inside}
+        got = {urlsplit(p.url).path.lstrip("/") for p in stored}
+        missing = sorted(expected - got)
+        if missing:
+            log(f"devbench: warning: the scraper did not store {len(missing)} article page(s), e.g. {missing[:3]}")
+        extra = sorted(got - expected)
+        if extra:
+            log(f"devbench: warning: the scraper stored {len(extra)} page(s) that are not articles, e.g. {extra[:3]}")
+
+        import retrieval
+
+        runs: list[BenchRun] = []
+        for pipeline in pipelines:
+            ps = base.replace(pipeline=pipeline)
+            retriever = None
+            for mode in modes:
+                if mode != "extract" and not ps.replace(mode=mode).model_configured:
+                    runs.append(BenchRun(pipeline, mode, "skipped", "no language model configured "
+                                         "(set GUIDERAG_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY)"))
+                    continue
+                if retriever is None:
+                    retriever = retrieval.load_retriever(ps)
+                out = work / f"results-{pipeline}-{mode}.xlsx"
+                t0 = time.monotonic()
+                outcome = run_questions(
+                    ps, chosen, out, mode=mode, retriever=retriever, label=f"{pipeline}/{mode}",
+                    extra_meta=[("benchmark", "JSQuAD v1.3 dev site"), ("sample", sampled or "all questions")],
+                )
+                values = {k: v["value"] for k, v in outcome.summary.items()}
+                runs.append(BenchRun(pipeline, mode, "ok", metrics=values,
+                                     workbook=str(out) if keep else None,
+                                     seconds=round(time.monotonic() - t0, 1)))
+        return BenchReport(
+            questions=len(chosen),
+            in_scope=sum(q.kind == IN_SCOPE for q in chosen),
+            out_of_scope=sum(q.kind != IN_SCOPE for q in chosen),
+            sampled=sampled,
+            articles=len(articles),
+            site_pages=len(inside),
+            stored_pages=len(stored),
+            scrape=summary.counts(),
+            workdir=str(work) if keep else None,
+            runs=runs,
+        )

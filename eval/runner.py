@@ -1,0 +1,262 @@
+"""Run a question set through the chatbot, one fresh session per question, and score it.
+
+Each question gets a new `Chatbot` (sharing only the read-only retriever and the model
+client), so no conversation state can leak from one question to the next. The retriever
+is wrapped to record the retrieval result of each question: the candidates and the whole
+reference, which the answer object alone does not carry.
+
+The results workbook is rewritten (atomically) now and then while the run goes on and
+once more at the end, also on Ctrl-C: an interrupted run leaves a valid workbook with
+every question done so far, marked partial.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from guiderag.errors import GuiderageError, ModelNotConfiguredError
+from guiderag.progress import Progress
+from guiderag.settings import Settings
+
+from . import metrics
+from .workbook import IN_SCOPE, Question, write_results
+
+# Rewrite the workbook at most this often while a run goes on (seconds), and never more
+# often than every CHECKPOINT_COST_FACTOR times what the last save took.
+CHECKPOINT_MIN_S = 30.0
+CHECKPOINT_COST_FACTOR = 10.0
+
+
+class RecordingRetriever:
+    """Delegates to a retriever and keeps the last `search` result."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.last: Any = None
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.last = self._inner.search(*args, **kwargs)
+        return self.last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced."""
+
+    rows: list[dict]
+    summary: dict[str, dict]
+    total: int
+    complete: bool
+    out_path: Path | None
+    meta: list[tuple[str, Any]] = field(default_factory=list)
+
+
+class _PageLines:
+    """Stored lines (and titles) of cited page versions, cached, for the verbatim check."""
+
+    def __init__(self, db: Path) -> None:
+        from store import Store
+
+        self._store = Store(db, create=False)
+        self._cache: dict[tuple[str, int], tuple[str, ...]] = {}
+
+    def lines(self, url: str, version: int | None) -> tuple[str, ...]:
+        key = (url, int(version or 0))
+        if key not in self._cache:
+            page = self._store.get_version(url, key[1]) if version else self._store.get_page(url)
+            self._cache[key] = (page.title,) + tuple(page.lines) if page else ()
+        return self._cache[key]
+
+    def close(self) -> None:
+        self._store.close()
+
+
+def score(
+    question: Question,
+    answer: Any,
+    retrieval: Any,
+    latency_ms: float,
+    page_lines: Callable[[str, int | None], Sequence[str]] | None,
+) -> dict:
+    """One results row from a question, its Answer and the recorded RetrievalResult."""
+    data = answer.to_json()
+    governed = bool(answer.governed)
+    candidates = _candidates(retrieval, data)
+    reference_text = retrieval.reference_text if retrieval is not None else "\n".join(
+        p.get("text", "") for p in data.get("passages", [])
+    )
+    shown = answer.answer if governed else ""
+    golds = question.golds
+    row: dict[str, Any] = {
+        "id": question.id,
+        "question": question.question,
+        "kind": question.kind,
+        "reference_answer": question.reference_answer,
+        "gold_url": question.gold_url,
+        "gold_answers": question.gold_answers or None,
+        "answer": answer.answer,
+        "coverage": answer.coverage,
+        "keywords": " / ".join(answer.keywords),
+        "candidates": "\n".join(f"{s:.4f} {u}" for u, s in candidates),
+        "top_url": candidates[0][0] if candidates else None,
+        "reference_chars": data.get("retrieval", {}).get("reference_chars", len(reference_text)),
+        "answer_chars": len(shown) if governed else None,
+        "latency_ms": latency_ms,
+        "governed": governed,
+        "refused": not governed,
+        "no_candidate": not candidates,
+        "verbatim": None,
+        "failed": False,
+        "error": answer.error,
+        "json": data,
+    }
+    if governed and page_lines is not None:
+        pool: list[str] = []
+        for p in data.get("passages", []):
+            pool.extend(page_lines(p["url"], p.get("version")))
+        row["verbatim"] = metrics.verbatim_lines(answer.answer, pool)
+    if question.kind == IN_SCOPE:
+        if golds:
+            row["gold_hit"] = governed and metrics.contains_any(shown, golds)
+            row["answer_in_reference"] = metrics.contains_any(reference_text, golds)
+        if question.gold_url:
+            row["page_first"] = bool(candidates) and metrics.same_page(candidates[0][0], question.gold_url)
+        if question.reference_answer:
+            rl = metrics.rouge_l(shown, question.reference_answer)
+            tp = metrics.token_prf(shown, question.reference_answer)
+            row.update(rouge_l_p=rl.precision, rouge_l_r=rl.recall, rouge_l_f1=rl.f1,
+                       token_p=tp.precision, token_r=tp.recall, token_f1=tp.f1)
+    return row
+
+
+def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:
+    """A results row for a question that raised (counted as a miss, with the message)."""
+    row: dict[str, Any] = {
+        "id": question.id, "question": question.question, "kind": question.kind,
+        "reference_answer": question.reference_answer, "gold_url": question.gold_url,
+        "gold_answers": question.gold_answers or None, "answer": "", "coverage": "error",
+        "latency_ms": latency_ms, "governed": False, "refused": False, "no_candidate": None,
+        "failed": True, "error": f"{type(error).__name__}: {error}",
+    }
+    if question.kind == IN_SCOPE:
+        if question.golds:
+            row.update(gold_hit=False, answer_in_reference=False)
+        if question.gold_url:
+            row["page_first"] = False
+        if question.reference_answer:
+            row.update(rouge_l_p=0.0, rouge_l_r=0.0, rouge_l_f1=0.0, token_p=0.0, token_r=0.0, token_f1=0.0)
+    return row
+
+
+def _candidates(retrieval: Any, data: dict) -> list[tuple[str, float]]:
+    """(url, score) of the candidate pages, best first."""
+    if retrieval is not None:
+        pairs = [(c.url, float(c.score)) for c in retrieval.candidates]
+    else:
+        pages = data.get("retrieval", {}).get("candidate_pages") or data.get("passages", [])
+        pairs = [(p["url"], float(p.get("score") or 0.0)) for p in pages]
+    seen: dict[str, float] = {}
+    for url, s in pairs:
+        seen[url] = max(s, seen.get(url, s))
+    return sorted(seen.items(), key=lambda kv: -kv[1])
+
+
+def run_questions(
+    settings: Settings,
+    questions: Sequence[Question],
+    out_path: Path | None,
+    *,
+    mode: str | None = None,
+    retriever: Any = None,
+    llm: Any = None,
+    label: str = "eval",
+    extra_meta: Sequence[tuple[str, Any]] = (),
+) -> RunOutcome:
+    """Ask every question in a fresh session; write and return the scored results.
+
+    On KeyboardInterrupt the workbook is written with the questions done so far
+    (marked partial) before the interrupt propagates.
+    """
+    import retrieval as retrieval_pkg
+    from chatbot import Chatbot
+
+    mode = mode or settings.mode
+    settings = settings.replace(mode=mode)
+    if mode != "extract" and not settings.model_configured:
+        raise ModelNotConfiguredError(
+            f"mode {mode!r} needs a language model: set GUIDERAG_MODEL (or GUIDERAG_ANSWER_MODEL) "
+            "and OPENAI_API_KEY or OPENAI_BASE_URL, or use --mode extract"
+        )
+    started = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
+    if llm is None and settings.model_configured:
+        from chatbot.llm import LLMClient
+
+        llm = LLMClient(settings)
+    page_lines = _PageLines(settings.db)
+    rows: list[dict] = []
+    meta_base = [
+        ("mode", mode),
+        ("pipeline", settings.pipeline),
+        ("threshold", settings.threshold),
+        ("db", str(settings.db)),
+        ("corpus_version", getattr(recorder, "corpus_version", "")),
+        ("answer_model", settings.answer_model if mode != "extract" else None),
+        ("keywords_model", settings.keywords_model),
+        ("started_at", started),
+        *extra_meta,
+    ]
+    notes = [("normalisation and tokens", metrics.TOKENS_DESCRIPTION),
+             ("review categories", "hallucination: absent / present; relevance: very relevant / relevant / "
+              "irrelevant; completeness: major omission / minor omission / just right / minor addition / "
+              "major addition")]
+    complete = False
+    last_save = time.monotonic()
+    save_cost = 0.0
+
+    def save(final: bool) -> None:
+        nonlocal last_save, save_cost
+        if out_path is None:
+            return
+        t0 = time.monotonic()
+        status = "complete" if final and complete else f"partial: {len(rows)} of {len(questions)} questions"
+        meta = meta_base + [("status", status), ("questions_done", len(rows)), ("questions_total", len(questions)),
+                            ("written_at", datetime.now(timezone.utc).replace(microsecond=0).isoformat())]
+        write_results(out_path, rows, metrics.summarize(rows), meta, notes)
+        save_cost = time.monotonic() - t0
+        last_save = time.monotonic()
+
+    try:
+        with Progress(len(questions), label, enabled=settings.progress) as bar:
+            for q in questions:
+                bot = Chatbot(settings, retriever=recorder, llm=llm)  # a fresh session
+                recorder.last = None
+                t0 = time.perf_counter()
+                try:
+                    ans = bot.ask(q.question, mode)
+                    latency = (time.perf_counter() - t0) * 1000.0
+                    rows.append(score(q, ans, recorder.last, latency, page_lines.lines))
+                except ModelNotConfiguredError:
+                    raise
+                except GuiderageError as exc:
+                    rows.append(failed_row(q, exc, (time.perf_counter() - t0) * 1000.0))
+                finally:
+                    close = getattr(bot, "close", None)
+                    if callable(close):
+                        close()
+                bar.update(1, note=q.id)
+                now = time.monotonic()
+                if out_path is not None and now - last_save >= max(CHECKPOINT_MIN_S, CHECKPOINT_COST_FACTOR * save_cost):
+                    save(final=False)
+        complete = True
+    finally:
+        page_lines.close()
+        save(final=True)
+    meta = meta_base + [("status", "complete"), ("questions_done", len(rows)), ("questions_total", len(questions))]
+    return RunOutcome(rows, metrics.summarize(rows), len(questions), True, out_path, meta)
