@@ -52,6 +52,7 @@ class Answer:
     model: str | None = None
     error: str | None = None  # a model failure that led to a fallback or refusal
     latency_ms: float | None = None
+    notes: list[str] = field(default_factory=list)  # for the user, e.g. "your long question was cut"
 
     @property
     def governed(self) -> bool:
@@ -74,4 +75,5 @@ class Answer:
             "model": self.model,
             "error": self.error,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
+            "notes": list(self.notes),
         }
