@@ -1,0 +1,34 @@
+"""Japanese retrieval: analyzer, index (fit once, .npz + JSON, atomic swap) and two pipelines.
+
+Public surface (ARCHITECTURE.md):
+- `build_index(settings) -> IndexInfo`: index the store's current pages, swap in atomically;
+- `load_retriever(settings) -> Retriever`: the configured pipeline (settings.pipeline);
+  for `ours` the index is loaded, and rebuilt when missing, corrupt or stale;
+- `Retriever.search(question, keywords=None) -> RetrievalResult`,
+  `.offline_keywords(question, k)`, `.idf(term)`, `.analyze(text)`, `.pages`, `.corpus_version`;
+- `analyze(text)`: the module-level, picklable analyzer;
+- keywords: `KEYWORD_PROMPT`, `keyword_prompt`, `parse_keywords` for a model's reply.
+"""
+from __future__ import annotations
+
+from .analyzer import Analyzer, analyze
+from .index import IndexInfo, build_index
+from .keywords import KEYWORD_PROMPT, keyword_prompt, parse_keywords
+from .loader import load_retriever
+from .result import Candidate, Passage, RetrievalResult
+from .retriever import Retriever
+
+__all__ = [
+    "Analyzer",
+    "Candidate",
+    "IndexInfo",
+    "KEYWORD_PROMPT",
+    "Passage",
+    "RetrievalResult",
+    "Retriever",
+    "analyze",
+    "build_index",
+    "keyword_prompt",
+    "load_retriever",
+    "parse_keywords",
+]

@@ -63,6 +63,11 @@ class RetrievalResult:
     pipeline: str
     corpus_version: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. "question has no nouns"
+    # protocol pipeline only: its literal reference (pages joined, whitespace collapsed,
+    # cut at reference_chars even mid-sentence); `passages` holds the whole lines inside it.
+    literal_reference: str | None = None
+    # query terms (and keywords) that occur nowhere in the corpus: a gap signal
+    unknown_terms: list[str] = field(default_factory=list)
 
     @property
     def governed(self) -> bool:
@@ -86,6 +91,8 @@ class RetrievalResult:
             "reference_chars": self.reference_chars,
             "pipeline": self.pipeline,
             "corpus_version": self.corpus_version,
+            "notes": list(self.notes),
+            "unknown_terms": list(self.unknown_terms),
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
                 for c in self.candidates

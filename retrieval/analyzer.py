@@ -1,0 +1,322 @@
+"""Japanese text -> index terms, with MeCab (unidic-lite).
+
+Why not the protocol's "nouns, space-joined, sklearn default tokens": that drops
+one-character nouns (肺, 癌), deletes EGFR / PD-L1 / 80mg with the non-Japanese filter,
+splits compounds (副作用 -> 副 + 作用) and misses full-width text. Here:
+
+- NFKC first (ＥＧＦＲ -> EGFR, full-width digits and brackets);
+- nouns read from `parseToNode` features (unknown words carry only 6 fields);
+- a run of nouns with its prefixes and suffixes is rejoined into one compound term
+  (副作用, 遺伝子, 胸腺腫, 治療法), and its noun parts are emitted too;
+- adjacent ASCII tokens are glued into one lower-cased term (egfr, pd-l1, 5-fu, 80mg);
+- common nouns use the UniDic lemma, which unifies spellings (肺がん / 肺癌, がん / ガン / 癌);
+  proper nouns keep their surface (the lemma of 東京 is トウキョウ);
+- verb and adjective lemmas as a second kind of term;
+- a maintainer's synonym groups (retrieval.synonyms) replace any member's token
+  sequence by the group's canonical term, at index and at query time.
+
+`analyze(text)` is module-level and picklable (the MeCab tagger is created lazily,
+once per process). `Analyzer` is the configured, picklable variant.
+"""
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+import MeCab
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .synonyms import SynonymTable
+
+# Bumped whenever the terms produced for the same text change: the index fingerprint
+# includes it, so an index built by an older analyzer is rebuilt.
+ANALYZER_VERSION = "3"
+
+# Token kinds.
+NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
+
+# Question words and empty nouns: they break compounds and are never terms (何年 must not
+# become an unseen compound that makes every question look out of scope).
+STOP_NOUNS = frozenset({"何", "幾つ", "幾ら", "幾", "何れ", "事", "物", "為", "様", "所", "方", "的", "時"})
+# Verbs that carry no content (する, ある, いる, なる, できる...): their lemmas.
+STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "言う", "思う", "れる", "られる", "せる", "させる", "ない", "無い", "良い", "いい", "宜しい"})
+
+_ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
+_ASCII_JOINER = frozenset("-.+/")
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
+
+_TAGGER: MeCab.Tagger | None = None
+_TAGGER_PID: int | None = None
+
+
+def tagger() -> MeCab.Tagger:
+    """The process's MeCab tagger (unidic-lite), created on first use."""
+    global _TAGGER, _TAGGER_PID
+    if _TAGGER is None or _TAGGER_PID != os.getpid():
+        _TAGGER = MeCab.Tagger()
+        _TAGGER_PID = os.getpid()
+    return _TAGGER
+
+
+def normalize(text: str) -> str:
+    """NFKC: full-width alphanumerics and symbols to ASCII, half-width katakana to full."""
+    return unicodedata.normalize("NFKC", text)
+
+
+@dataclass(frozen=True)
+class Token:
+    """One MeCab token reduced to what term building needs."""
+
+    surface: str
+    form: str  # the normalised form terms are made of
+    kind: str
+    space_before: bool = False
+
+
+@dataclass(frozen=True)
+class Term:
+    """An index term, the surface it came from and its kind (N compound/noun, A, V, S)."""
+
+    text: str
+    surface: str
+    kind: str
+
+    @property
+    def is_noun(self) -> bool:
+        return self.kind in (NOUN, PROPER, ASCII, SYNONYM)
+
+
+def _lemma(feature: list[str], surface: str) -> str:
+    if len(feature) <= 7:
+        return surface  # unknown word: 6 fields, no lemma
+    lemma = feature[7]
+    if not lemma or lemma == "*":
+        return surface
+    # Loanwords carry their origin: "タグ-tag" -> "タグ".
+    dash = lemma.find("-", 1)
+    return lemma[:dash] if dash > 0 else lemma
+
+
+def tokenize(text: str) -> list[Token]:
+    """MeCab tokens of NFKC-normalised `text`, ASCII runs glued (PD-L1, 5-FU, 80mg)."""
+    text = normalize(text)
+    raw: list[Token] = []
+    node = tagger().parseToNode(text)
+    while node is not None:
+        surface = node.surface
+        if surface:
+            feature = node.feature.split(",", 8)
+            pos1 = feature[0]
+            pos2 = feature[1] if len(feature) > 1 else "*"
+            space = node.rlength > node.length
+            if _ASCII_TOKEN.match(surface):
+                raw.append(Token(surface, surface.lower(), ASCII, space))
+            elif pos1 == "名詞":
+                if pos2 == "固有名詞":
+                    raw.append(Token(surface, surface, PROPER, space))
+                else:
+                    form = _lemma(feature, surface)
+                    kind = OTHER if (form in STOP_NOUNS or surface in STOP_NOUNS) else NOUN
+                    raw.append(Token(surface, form, kind, space))
+            elif pos1 == "接頭辞":
+                raw.append(Token(surface, _lemma(feature, surface), PREFIX, space))
+            elif pos1 == "接尾辞":
+                raw.append(Token(surface, _lemma(feature, surface), SUFFIX, space))
+            elif pos1 in ("動詞", "形容詞") and pos2 != "非自立可能":
+                form = _lemma(feature, surface)
+                raw.append(Token(surface, form, OTHER if form in STOP_VERBS else VERB, space))
+            else:
+                raw.append(Token(surface, surface, OTHER, space))
+        node = node.next
+    return _glue_ascii(raw)
+
+
+def _glue_ascii(tokens: list[Token]) -> list[Token]:
+    """Join ASCII tokens written without spaces, through - . + / (PD-L1, 5-FU, 0.5mg)."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.kind != ASCII:
+            out.append(tok)
+            i += 1
+            continue
+        surface = tok.surface
+        j = i + 1
+        while j < len(tokens) and not tokens[j].space_before:
+            nxt = tokens[j]
+            if nxt.kind == ASCII:
+                surface += nxt.surface
+                j += 1
+            elif (
+                nxt.surface in _ASCII_JOINER
+                and j + 1 < len(tokens)
+                and tokens[j + 1].kind == ASCII
+                and not tokens[j + 1].space_before
+            ):
+                surface += nxt.surface + tokens[j + 1].surface
+                j += 2
+            else:
+                break
+        out.append(Token(surface, surface.lower(), ASCII, tok.space_before))
+        i = j
+    return out
+
+
+@dataclass
+class Analysis:
+    """The terms of one text, and the content surfaces the character bigrams come from."""
+
+    terms: list[Term] = field(default_factory=list)
+    spans: list[str] = field(default_factory=list)  # surfaces of noun runs, ASCII terms
+
+
+def analyze_tokens(
+    tokens: list[Token], *, parts: bool = True, verbs: bool = True
+) -> Analysis:
+    """Terms from tokens: compounds (plus their noun parts), ASCII terms, verb lemmas."""
+    result = Analysis()
+    terms = result.terms
+    run: list[Token] = []
+
+    def flush() -> None:
+        # Group the run into words: a noun with the prefixes before it and the suffixes
+        # after it (副+作用, 遺伝+子). An affix with no noun to attach to counts as a noun
+        # (a lone 薬 that MeCab read as a suffix).
+        body = list(run)
+        run.clear()
+        if not body:
+            return
+        words: list[list[Token]] = []
+        current: list[Token] = []
+        has_noun = False
+        for t in body:
+            if t.kind == PREFIX:
+                if has_noun:
+                    words.append(current)
+                    current, has_noun = [], False
+                current.append(t)
+            elif t.kind == SUFFIX:
+                current.append(t)
+            else:
+                if has_noun and current[-1].kind != PREFIX:
+                    words.append(current)
+                    current = []
+                current.append(t)
+                has_noun = True
+        if current:
+            words.append(current)
+        surface = "".join(t.surface for t in body)
+        word_terms: list[Term] = []
+        for w in words:
+            kinds = [t.kind for t in w]
+            kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
+            word_terms.append(Term("".join(t.form for t in w), "".join(t.surface for t in w), kind))
+        if len(word_terms) > 1:
+            kinds = {w.kind for w in word_terms}
+            terms.append(Term("".join(w.text for w in word_terms), surface, PROPER if kinds == {PROPER} else NOUN))
+            if parts:
+                terms.extend(word_terms)
+        else:
+            terms.extend(word_terms)
+        if parts:
+            # The bare nouns inside affixed words (作用 of 副作用).
+            for w in words:
+                if len(w) > 1:
+                    terms.extend(Term(t.form, t.surface, t.kind) for t in w if t.kind in (NOUN, PROPER))
+        result.spans.append(surface)
+
+    for tok in tokens:
+        kind = tok.kind
+        if kind in (NOUN, PROPER, PREFIX, SUFFIX):
+            if tok.space_before:
+                flush()
+            run.append(tok)
+        else:
+            flush()
+            if kind == ASCII:
+                terms.append(Term(tok.form, tok.surface, ASCII))
+                result.spans.append(tok.form)
+            elif kind == SYNONYM:
+                terms.append(Term(tok.form, tok.surface, SYNONYM))
+                result.spans.append(tok.surface)
+            elif kind == VERB and verbs:
+                terms.append(Term(tok.form, tok.surface, VERB))
+    flush()
+    return result
+
+
+def char_bigrams(spans: Iterable[str]) -> list[str]:
+    """Character bigrams of content spans (a one-character span counts as itself).
+
+    They match what the terms miss: katakana spellings and compounds that MeCab splits
+    differently in the question and in the text."""
+    out: list[str] = []
+    for span in spans:
+        if len(span) == 1:
+            out.append(span)
+        else:
+            out.extend(span[i : i + 2] for i in range(len(span) - 1))
+    return out
+
+
+@dataclass
+class Analyzer:
+    """A configured analyzer (synonyms, parts, verbs). Picklable: holds no tagger."""
+
+    synonyms: "SynonymTable | None" = None
+    parts: bool = True
+    verbs: bool = True
+
+    def analysis(self, text: str) -> Analysis:
+        tokens = tokenize(text)
+        if self.synonyms is not None:
+            tokens = self.synonyms.apply(tokens)
+        return analyze_tokens(tokens, parts=self.parts, verbs=self.verbs)
+
+    def terms(self, text: str) -> list[Term]:
+        return self.analysis(text).terms
+
+    def __call__(self, text: str) -> list[str]:
+        return [t.text for t in self.analysis(text).terms]
+
+    def fingerprint(self) -> str:
+        syn = self.synonyms.fingerprint() if self.synonyms is not None else "none"
+        return f"analyzer={ANALYZER_VERSION};parts={self.parts};verbs={self.verbs};synonyms={syn}"
+
+
+_DEFAULT = Analyzer()
+
+
+def analyze(text: str) -> list[str]:
+    """The index terms of `text` (no synonyms). Module-level, so it pickles by name."""
+    return _DEFAULT(text)
+
+
+# --- the published protocol's text processing, kept literal ------------------------
+
+_TAG = re.compile(r"<[^>]*>")
+_NON_JAPANESE = re.compile(r"[^\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc\s]")
+
+
+def protocol_clean(text: str) -> str:
+    """The protocol: strip HTML tags, then every character that is not Japanese."""
+    return _NON_JAPANESE.sub("", _TAG.sub("", text))
+
+
+def protocol_nouns(text: str) -> str:
+    """The protocol: MeCab (default dictionary) nouns of the cleaned text, space-joined."""
+    nouns: list[str] = []
+    node = tagger().parseToNode(protocol_clean(text))
+    while node is not None:
+        if node.surface and node.feature.startswith("名詞,"):
+            nouns.append(node.surface)
+        node = node.next
+    return " ".join(nouns)
+
+
+def has_japanese(text: str) -> bool:
+    return bool(_JAPANESE.search(text))

@@ -1,0 +1,269 @@
+"""`guiderag bench`: retrieval speed on generated Japanese corpora (prints numbers; not a test).
+
+For each corpus size: pages of about 2,000 characters are generated from a vocabulary of
+MeCab-analysable words (written here, combined into compounds and katakana names, drawn
+with Zipf-like frequencies; fixed seed, so every run sees the same text). Then:
+
+- index build throughput (analysis + matrices + saving) in characters per second, beside
+  MeCab's raw throughput (parseToNode over the same text, reading every node's surface
+  and features, one core);
+- query latency of `ours` (p50, p95; one process, one thread) and of the protocol's
+  refit-per-query (on a sample of the queries when it is slow: `protocol_queries` says
+  how many);
+- peak resident memory of this process (and of index worker processes).
+"""
+from __future__ import annotations
+
+import random
+import resource
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from guiderag.settings import Settings
+from store import PageVersion
+
+from .analyzer import tagger
+from .index import build_data, load_data, make_analyzer, save_data
+from .pipeline_ours import OursRetriever
+from .pipeline_protocol import ProtocolRetriever, page_text
+from .analyzer import protocol_nouns
+
+SEED = 20261129
+PAGE_CHARS = 2000
+# The protocol's refit is timed until this many seconds are spent (at least 3 queries).
+PROTOCOL_SECONDS = 30.0
+PROTOCOL_MIN_QUERIES = 3
+
+# A small hand-written vocabulary; compounds and katakana names extend it to thousands.
+NOUNS = (
+    "肺 胸 癌 薬 血液 細胞 組織 検査 治療 手術 放射線 副作用 症状 診断 病気 患者 家族 医師 看護師 病院 "
+    "外来 入院 退院 食事 運動 睡眠 痛み 発熱 咳 息切れ 吐き気 食欲 体重 体力 呼吸 心臓 肝臓 腎臓 "
+    "骨 脳 皮膚 神経 免疫 感染 予防 再発 転移 進行 病期 生存 効果 有効性 安全性 方法 結果 目的 "
+    "時期 期間 回数 量 費用 制度 保険 相談 支援 情報 説明 同意 選択 判断 希望 不安 生活 仕事 "
+    "遺伝子 変異 分子 標的 抗体 受容体 蛋白質 炎症 腫瘍 結節 影 画像 写真 造影 内視鏡 気管支 "
+    "胸膜 胸水 リンパ節 血管 静脈 点滴 注射 錠剤 用量 休薬 減量 中止 継続 併用 単独 臨床 試験 "
+    "研究 論文 指針 推奨 根拠 専門 施設 地域 在宅 介護 緩和 ケア 栄養 口内炎 脱毛 下痢 便秘 "
+    "発疹 貧血 出血 疲労 倦怠感 しびれ むくみ 間質性 肺炎 喫煙 禁煙 飲酒 年齢 性別 体質"
+).split()
+VERBS = (
+    "行う 受ける 調べる 選ぶ 決める 続ける 止める 使う 飲む 休む 話す 聞く 伝える 考える 相談する "
+    "確認する 検討する 説明する 実施する 投与する 評価する 観察する 記録する 報告する 予約する"
+).split()
+ADJECTIVES = "強い 弱い 多い 少ない 早い 遅い 新しい 難しい 易しい 重い 軽い 高い 低い".split()
+KANA = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモラリルレロ"
+DRUG_ENDINGS = ("マブ", "ニブ", "チン", "ゾール", "シン", "ド")
+TEMPLATES = (
+    "{n1}の{n2}について、{n3}を{v}ことがあります。",
+    "{n1}では{n2}と{n3}を{v}ことが{a}です。",
+    "{n1}の{n2}が{a}場合は、{n3}に{v}ください。",
+    "{n1}を{v}前に、{n2}や{n3}を確認します。",
+    "{n1}は{n2}の{n3}として{v}ことが推奨されます。",
+    "{n1}と{n2}の関係は、{n3}によって{a}なります。",
+)
+
+
+@dataclass
+class Corpus:
+    pages: list[PageVersion]
+    queries: list[str]
+    chars: int
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    """Base words, two-word compounds and katakana drug-like names."""
+    words = list(NOUNS)
+    seen = set(words)
+    while len(words) < size:
+        if rng.random() < 0.7:
+            word = rng.choice(NOUNS) + rng.choice(NOUNS)
+        else:
+            word = "".join(rng.choice(KANA) for _ in range(rng.randint(2, 4))) + rng.choice(DRUG_ENDINGS)
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def _zipf_picker(rng: random.Random, words: Sequence[str]):
+    weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(words))]
+    order = list(words)
+    rng.shuffle(order)
+
+    def pick(k: int) -> list[str]:
+        return rng.choices(order, weights=weights, k=k)
+
+    return pick
+
+
+def generate_corpus(n_pages: int, n_queries: int, seed: int = SEED) -> Corpus:
+    """Deterministic pages of about PAGE_CHARS characters, and questions about them."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng, 4000 + 4 * n_pages)
+    pick = _zipf_picker(rng, vocab)
+    pages: list[PageVersion] = []
+    chars = 0
+    for i in range(n_pages):
+        topic = pick(2)
+        title = f"Q{i + 1} {topic[0]}の{topic[1]}について"
+        lines = [title]
+        size = len(title)
+        section = 0
+        while size < PAGE_CHARS:
+            if len(lines) % 6 == 1:
+                section += 1
+                heading = f"{section}. {rng.choice(topic)}と{pick(1)[0]}"
+                lines.append(heading)
+                size += len(heading)
+            sentences = []
+            for _ in range(rng.randint(1, 3)):
+                n = pick(3)
+                if rng.random() < 0.5:
+                    n[rng.randrange(3)] = rng.choice(topic)
+                sentences.append(
+                    rng.choice(TEMPLATES).format(
+                        n1=n[0], n2=n[1], n3=n[2], v=rng.choice(VERBS), a=rng.choice(ADJECTIVES)
+                    )
+                )
+            line = "".join(sentences)
+            lines.append(line)
+            size += len(line)
+        chars += size + len(title)
+        pages.append(
+            PageVersion(
+                page_id=i + 1, url=f"https://bench.invalid/guide/q{i + 1}.html", title=title,
+                version=1, fetched_at="2026-01-01T00:00:00Z", content_hash=f"sha256:{i}",
+                lines=tuple(lines),
+            )
+        )
+    queries: list[str] = []
+    forms = ("{a}の{b}について教えてください。", "{a}で{b}はどうなりますか？", "{a}と{b}の関係は？")
+    for _ in range(n_queries):
+        if rng.random() < 0.8:
+            page = rng.choice(pages)
+            words = [w for w in _words_of(page.lines[rng.randrange(1, len(page.lines))]) if len(w) > 1]
+            a, b = (rng.sample(words, 2) if len(words) >= 2 else (page.title, page.title[:4]))
+        else:  # out of scope: words never used by the generator
+            a, b = rng.choice(("糖尿病", "骨折", "虫歯", "花粉症")), rng.choice(("眼鏡", "旅行", "料理"))
+        queries.append(rng.choice(forms).format(a=a, b=b))
+    return Corpus(pages=pages, queries=queries, chars=chars)
+
+
+def _words_of(line: str) -> list[str]:
+    return [w for w in NOUNS if w in line]
+
+
+def mecab_chars_per_s(texts: Sequence[str]) -> float:
+    """MeCab's raw throughput: parseToNode over the texts, every node's surface and features read."""
+    t = tagger()
+    chars = 0
+    started = time.perf_counter()
+    for text in texts:
+        chars += len(text)
+        node = t.parseToNode(text)
+        while node is not None:
+            _ = node.surface, node.feature
+            node = node.next
+    return chars / max(1e-9, time.perf_counter() - started)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def _rss_mb(who: int) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024.0  # Linux: kilobytes
+
+
+def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path, log=None) -> dict:
+    """One row of the benchmark."""
+    say = log or (lambda msg: None)
+    say(f"bench: generating {n_pages} pages")
+    corpus = generate_corpus(n_pages, n_queries)
+    texts = [p.title + "\n" + "\n".join(p.lines) for p in corpus.pages]
+    say(f"bench: {n_pages} pages: MeCab raw throughput")
+    mecab = mecab_chars_per_s(texts)
+    analyzer = make_analyzer(settings)
+    say(f"bench: {n_pages} pages: building the index")
+    started = time.perf_counter()
+    data = build_data(corpus.pages, f"bench:{n_pages}", settings, analyzer)
+    index_dir = workdir / f"index-{n_pages}"
+    save_data(data, index_dir)
+    build_s = time.perf_counter() - started
+    started = time.perf_counter()
+    loaded = load_data(index_dir)
+    load_s = time.perf_counter() - started
+    retriever = OursRetriever(settings, corpus.pages, loaded, analyzer)
+    retriever.search(corpus.queries[0])  # warm-up
+    say(f"bench: {n_pages} pages: {len(corpus.queries)} queries (ours)")
+    ours_ms: list[float] = []
+    governed = 0
+    for q in corpus.queries:
+        t0 = time.perf_counter()
+        result = retriever.search(q)
+        ours_ms.append((time.perf_counter() - t0) * 1000)
+        governed += result.governed
+    say(f"bench: {n_pages} pages: protocol (refit per query)")
+    docs = [protocol_nouns(page_text(p)) for p in corpus.pages]
+    protocol = ProtocolRetriever(settings.replace(pipeline="protocol"), corpus.pages, "bench", docs=docs)
+    proto_ms: list[float] = []
+    spent = 0.0
+    for q in corpus.queries:
+        if len(proto_ms) >= PROTOCOL_MIN_QUERIES and spent > PROTOCOL_SECONDS:
+            break
+        t0 = time.perf_counter()
+        protocol.search(q)
+        dt = time.perf_counter() - t0
+        proto_ms.append(dt * 1000)
+        spent += dt
+    p50 = _percentile(ours_ms, 0.5)
+    proto_p50 = _percentile(proto_ms, 0.5)
+    return {
+        "pages": n_pages,
+        "query_p50_ms": round(p50, 3),
+        "query_p95_ms": round(_percentile(ours_ms, 0.95), 3),
+        "protocol_query_p50_ms": round(proto_p50, 1),
+        "index_chars_per_s": round(data.chars / build_s),
+        "mecab_chars_per_s": round(mecab),
+        "peak_rss_mb": round(_rss_mb(resource.RUSAGE_SELF), 1),
+        # additive fields
+        "queries": len(ours_ms),
+        "queries_governed": governed,
+        "protocol_queries": len(proto_ms),
+        "protocol_sampled": len(proto_ms) < len(ours_ms),
+        "protocol_query_p95_ms": round(_percentile(proto_ms, 0.95), 1),
+        "speedup_vs_protocol": round(proto_p50 / p50, 1) if p50 > 0 else None,
+        "chars": data.chars,
+        "passages": data.n_passages,
+        "terms": len(data.term_vocab),
+        "index_build_s": round(build_s, 2),
+        "index_load_s": round(load_s, 3),
+        "index_workers": settings.index_workers,
+        "index_vs_mecab": round((data.chars / build_s) / mecab, 2),
+        "peak_rss_children_mb": round(_rss_mb(resource.RUSAGE_CHILDREN), 1),
+    }
+
+
+def run(sizes: Sequence[int], n_queries: int, settings: Settings, log=None) -> dict:
+    """The benchmark over every corpus size, in one process."""
+    settings = settings.replace(progress=False)
+    with tempfile.TemporaryDirectory(prefix="guiderag-bench-") as tmp:
+        runs = [run_size(n, n_queries, settings, Path(tmp), log) for n in sizes]
+    return {
+        "runs": runs,
+        "notes": [
+            "query latency: one process, one thread, in-process search() including analysis",
+            f"protocol: TfidfVectorizer refitted per query over cached page nouns; timed until "
+            f"{PROTOCOL_SECONDS:.0f} s were spent (at least {PROTOCOL_MIN_QUERIES} queries): see protocol_queries",
+            "mecab_chars_per_s: one core; index_chars_per_s uses index_workers processes",
+            "peak_rss_mb: this process's peak so far (sizes run in increasing order)",
+        ],
+    }

@@ -1,0 +1,551 @@
+"""The retrieval index of the `ours` pipeline: fit once, saved as .npz + JSON, swapped atomically.
+
+Layout under `settings.index_dir`:
+
+    CURRENT                 one line: the name of the live version directory
+    v-<time>-<pid>-<rand>/  manifest.json  (corpus version, fingerprint, pages, file hashes)
+                            vocab.json     (term and bigram vocabularies, column order)
+                            arrays.npz     (idf vectors, passage map; numpy, no pickle)
+                            passages_terms.npz, passages_bigrams.npz,
+                            pages_terms.npz, pages_bigrams.npz  (scipy.sparse.save_npz)
+
+A build writes a `tmp-*` directory, renames it to `v-*` and only then replaces CURRENT
+(os.replace is atomic), so a reader sees the old index or the new one, never a half-built
+one. Nothing is unpickled: a user who can write the index folder cannot make us run code.
+
+Matrix values are BM25's saturated term frequency divided by (k1 + 1), so in [0, 1]; a
+query score is sum(idf * weight) / sum(idf over all query terms), also in [0, 1].
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import secrets
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from guiderag.errors import EmptyCorpusError, IndexCorruptError
+from guiderag.progress import Progress
+from guiderag.settings import Settings
+from store import PageVersion, Store
+
+from .analyzer import Analyzer, char_bigrams
+from .synonyms import load_synonyms, synonyms_path
+
+INDEX_FORMAT = "guiderag-index/1"
+MATRICES = ("passages_terms", "passages_bigrams", "pages_terms", "pages_bigrams")
+_SENTENCE_END = tuple("。．.!?！？」』）)")
+# Worker processes pay off only beyond this many characters of text.
+_PARALLEL_MIN_CHARS = 400_000
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What a build produced (or what was loaded)."""
+
+    path: Path
+    corpus_version: str
+    pages: int
+    passages: int
+    terms: int
+    bigrams: int
+    chars: int
+    seconds: float
+
+    def describe(self) -> str:
+        return (
+            f"indexed {self.pages} pages ({self.passages} passages, {self.terms} terms, "
+            f"{self.bigrams} bigrams, {self.chars} chars) in {self.seconds:.1f}s -> {self.path}"
+        )
+
+
+def make_analyzer(settings: Settings) -> Analyzer:
+    """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv)."""
+    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)))
+
+
+def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:
+    """Everything that changes the stored matrices; an index with another one is rebuilt."""
+    return (
+        f"{INDEX_FORMAT};{analyzer.fingerprint()};passage_chars={settings.passage_chars};"
+        f"heading_max_chars={settings.heading_max_chars};k1={settings.bm25_k1};b={settings.bm25_b}"
+    )
+
+
+# --- passages ------------------------------------------------------------------------
+
+
+def is_heading(line: str, max_chars: int) -> bool:
+    """A short line that does not end like a sentence: a heading (Q21 ..., 治療について)."""
+    text = line.strip()
+    return 0 < len(text) <= max_chars and not text.endswith(_SENTENCE_END)
+
+
+def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) -> list[tuple[int, int, int]]:
+    """Passages of one page as (heading line or 0, first line, last line), numbered from 1.
+
+    A passage is a window of about `passage_chars` characters of lines under one heading;
+    windows advance by about half their length, so a sentence near a window's edge is
+    also seen with the lines around it."""
+    out: list[tuple[int, int, int]] = []
+    heading = 0
+    body: list[int] = []
+
+    def windows() -> None:
+        if not body:
+            return
+        lengths = [len(lines[i - 1]) for i in body]
+        start = 0
+        while start < len(body):
+            total, end = 0, start
+            while end < len(body) and (total < passage_chars or end == start):
+                total += lengths[end]
+                end += 1
+            out.append((heading, body[start], body[end - 1]))
+            if end >= len(body):
+                break
+            # next window starts once half of this one is behind it
+            half, step = 0, start
+            while step < end - 1 and half < total / 2:
+                half += lengths[step]
+                step += 1
+            start = max(step, start + 1)
+
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if is_heading(line, heading_max_chars):
+            windows()
+            body = []
+            heading = number
+        else:
+            body.append(number)
+    windows()
+    if not out and any(l.strip() for l in lines):
+        # A page of headings only: one passage of all its lines.
+        out.append((0, 1, len(lines)))
+    return out
+
+
+# --- analysis (parallel for large corpora) ---------------------------------------------
+
+_WORKER_ANALYZER: Analyzer | None = None
+
+
+def _init_worker(analyzer: Analyzer) -> None:
+    global _WORKER_ANALYZER
+    _WORKER_ANALYZER = analyzer
+
+
+def _analyze_page(args: tuple[str, tuple[str, ...]]) -> tuple[list[list[str]], list[list[str]]]:
+    """(terms, bigrams) of the title (first) and of every line of one page."""
+    analyzer = _WORKER_ANALYZER
+    assert analyzer is not None
+    title, lines = args
+    terms: list[list[str]] = []
+    bigrams: list[list[str]] = []
+    for text in (title, *lines):
+        a = analyzer.analysis(text)
+        terms.append([t.text for t in a.terms])
+        bigrams.append(char_bigrams(a.spans))
+    return terms, bigrams
+
+
+def analyze_pages(
+    pages: Sequence[PageVersion], analyzer: Analyzer, workers: int, progress: bool = False
+):
+    """Yield the analysis of each page, in order, using worker processes for big corpora."""
+    chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
+    jobs = ((p.title, p.lines) for p in pages)
+    with Progress(len(pages), "index", enabled=progress) as bar:
+        if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
+            ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+            with ctx.Pool(workers, initializer=_init_worker, initargs=(analyzer,)) as pool:
+                for result in pool.imap(_analyze_page, jobs, chunksize=16):
+                    bar.update(1)
+                    yield result
+        else:
+            _init_worker(analyzer)
+            for job in jobs:
+                bar.update(1)
+                yield _analyze_page(job)
+
+
+# --- matrices ----------------------------------------------------------------------------
+
+
+class _Builder:
+    """Accumulates one sparse count matrix row by row (one channel, one level)."""
+
+    def __init__(self, vocab: dict[str, int]) -> None:
+        self.vocab = vocab
+        self.indptr = [0]
+        self.indices: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        self.nnz = 0
+
+    def ids(self, tokens: list[str]) -> np.ndarray:
+        vocab = self.vocab
+        out = np.empty(len(tokens), dtype=np.int32)
+        for i, tok in enumerate(tokens):
+            j = vocab.get(tok)
+            if j is None:
+                j = vocab[tok] = len(vocab)
+            out[i] = j
+        return out
+
+    def add_row(self, ids: np.ndarray) -> None:
+        if len(ids):
+            uniq, counts = np.unique(ids, return_counts=True)
+            self.indices.append(uniq.astype(np.int32))
+            self.counts.append(counts.astype(np.float32))
+            self.nnz += len(uniq)
+        self.indptr.append(self.nnz)
+
+    def matrix(self, ncols: int) -> sp.csr_matrix:
+        indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
+        data = np.concatenate(self.counts) if self.counts else np.empty(0, np.float32)
+        indptr = np.asarray(self.indptr, dtype=np.int64)
+        return sp.csr_matrix((data, indices, indptr), shape=(len(self.indptr) - 1, ncols))
+
+
+def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
+    """BM25 term-frequency saturation, divided by (k1 + 1) and capped at 1."""
+    m = counts.tocsr(copy=True)
+    lengths = np.asarray(m.sum(axis=1)).ravel()
+    avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+    norm = k1 * (1.0 - b + b * lengths / avg)
+    row_norm = np.repeat(norm, np.diff(m.indptr))
+    tf = m.data
+    m.data = np.minimum(1.0, tf / (tf + row_norm)).astype(np.float32)
+    return m
+
+
+def idf_vector(page_counts: sp.csr_matrix) -> np.ndarray:
+    """BM25 idf from page document frequencies (a title repeated in every passage of
+    its page counts once)."""
+    n = page_counts.shape[0]
+    df = np.bincount(page_counts.indices, minlength=page_counts.shape[1]).astype(np.float64)
+    return np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def unseen_idf(n_pages: int) -> float:
+    """The idf of a term that occurs in no page."""
+    return float(math.log1p((n_pages + 0.5) / 0.5))
+
+
+@dataclass
+class IndexData:
+    """The loaded (or freshly built) index: matrices in CSC for column slicing at query time."""
+
+    corpus_version: str
+    fingerprint: str
+    page_keys: list[tuple[str, int, str]]  # (url, version, content_hash), in row order
+    term_vocab: dict[str, int]
+    bigram_vocab: dict[str, int]
+    term_idf: np.ndarray
+    bigram_idf: np.ndarray
+    passage_page: np.ndarray  # page row of each passage
+    passage_heading: np.ndarray  # heading line (0: none)
+    passage_first: np.ndarray
+    passage_last: np.ndarray
+    passages_terms: sp.csc_matrix
+    passages_bigrams: sp.csc_matrix
+    pages_terms: sp.csc_matrix
+    pages_bigrams: sp.csc_matrix
+    path: Path | None = None
+    chars: int = 0
+
+    @property
+    def n_pages(self) -> int:
+        return len(self.page_keys)
+
+    @property
+    def n_passages(self) -> int:
+        return len(self.passage_page)
+
+
+def build_data(
+    pages: Sequence[PageVersion], corpus_version: str, settings: Settings, analyzer: Analyzer
+) -> IndexData:
+    """Analyse every page once and build the matrices in memory."""
+    term_vocab: dict[str, int] = {}
+    bigram_vocab: dict[str, int] = {}
+    pt, pb = _Builder(term_vocab), _Builder(bigram_vocab)  # passages
+    gt, gb = _Builder(term_vocab), _Builder(bigram_vocab)  # pages
+    passage_page: list[int] = []
+    passage_heading: list[int] = []
+    passage_first: list[int] = []
+    passage_last: list[int] = []
+    chars = 0
+    empty = np.empty(0, np.int32)
+    analyses = analyze_pages(pages, analyzer, settings.index_workers, settings.progress)
+    for row, (page, (terms, bigrams)) in enumerate(zip(pages, analyses)):
+        chars += len(page.title) + sum(len(l) for l in page.lines)
+        tids = [pt.ids(t) for t in terms]
+        bids = [pb.ids(b) for b in bigrams]
+        gt.add_row(np.concatenate(tids) if tids else empty)
+        gb.add_row(np.concatenate(bids) if bids else empty)
+        for heading, first, last in segment(page.lines, settings.passage_chars, settings.heading_max_chars):
+            parts_t = [tids[0]]  # the title heads every passage of its page
+            parts_b = [bids[0]]
+            if heading:
+                parts_t.append(tids[heading])
+                parts_b.append(bids[heading])
+            parts_t.extend(tids[first : last + 1])
+            parts_b.extend(bids[first : last + 1])
+            pt.add_row(np.concatenate(parts_t))
+            pb.add_row(np.concatenate(parts_b))
+            passage_page.append(row)
+            passage_heading.append(heading)
+            passage_first.append(first)
+            passage_last.append(last)
+    k1, b = settings.bm25_k1, settings.bm25_b
+    nt, nb = len(term_vocab), len(bigram_vocab)
+    page_terms = gt.matrix(nt)
+    page_bigrams = gb.matrix(nb)
+    return IndexData(
+        corpus_version=corpus_version,
+        fingerprint=index_fingerprint(settings, analyzer),
+        page_keys=[(p.url, p.version, p.content_hash) for p in pages],
+        term_vocab=term_vocab,
+        bigram_vocab=bigram_vocab,
+        term_idf=idf_vector(page_terms),
+        bigram_idf=idf_vector(page_bigrams),
+        passage_page=np.asarray(passage_page, dtype=np.int32),
+        passage_heading=np.asarray(passage_heading, dtype=np.int32),
+        passage_first=np.asarray(passage_first, dtype=np.int32),
+        passage_last=np.asarray(passage_last, dtype=np.int32),
+        passages_terms=saturate(pt.matrix(nt), k1, b).tocsc(),
+        passages_bigrams=saturate(pb.matrix(nb), k1, b).tocsc(),
+        pages_terms=saturate(page_terms, k1, b).tocsc(),
+        pages_bigrams=saturate(page_bigrams, k1, b).tocsc(),
+        chars=chars,
+    )
+
+
+# --- persistence ----------------------------------------------------------------------
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save_data(data: IndexData, index_dir: Path) -> Path:
+    """Write `data` as a new version and make it current atomically. Returns its folder."""
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    name = f"v-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
+    tmp = index_dir / ("tmp-" + name)
+    tmp.mkdir()
+    try:
+        files: dict[str, str] = {}
+        for key in MATRICES:
+            path = tmp / f"{key}.npz"
+            sp.save_npz(path, getattr(data, key).tocsc(), compressed=False)
+        np.savez(
+            tmp / "arrays.npz",
+            term_idf=data.term_idf,
+            bigram_idf=data.bigram_idf,
+            passage_page=data.passage_page,
+            passage_heading=data.passage_heading,
+            passage_first=data.passage_first,
+            passage_last=data.passage_last,
+        )
+        vocab = {
+            "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
+            "bigrams": sorted(data.bigram_vocab, key=data.bigram_vocab.__getitem__),
+        }
+        (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        for path in sorted(tmp.iterdir()):
+            files[path.name] = _sha256(path)
+        manifest = {
+            "format": INDEX_FORMAT,
+            "corpus_version": data.corpus_version,
+            "fingerprint": data.fingerprint,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pages": [list(k) for k in data.page_keys],
+            "passages": data.n_passages,
+            "chars": data.chars,
+            "files": files,
+        }
+        with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = index_dir / name
+        os.rename(tmp, final)
+        pointer = index_dir / f"CURRENT.{name}.tmp"
+        with open(pointer, "w", encoding="utf-8") as fh:
+            fh.write(name + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(pointer, index_dir / "CURRENT")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _prune(index_dir, keep=name)
+    return final
+
+
+def _prune(index_dir: Path, keep: str) -> None:
+    """Drop old versions (keeping the newest previous one, a reader may still load it)
+    and temporary folders of builds that died more than an hour ago."""
+    versions = sorted(
+        (p for p in index_dir.glob("v-*") if p.is_dir() and p.name != keep),
+        key=lambda p: p.stat().st_mtime,
+    )
+    for old in versions[:-1]:
+        shutil.rmtree(old, ignore_errors=True)
+    for tmp in index_dir.glob("tmp-*"):
+        try:
+            if time.time() - tmp.stat().st_mtime > 3600:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _corrupt(index_dir: Path, what: str) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"the retrieval index in {index_dir} {what}; run `guiderag index` to rebuild it "
+        "(the ask command and the app rebuild it automatically)"
+    )
+
+
+def load_data(index_dir: Path, *, verify: bool = True) -> IndexData:
+    """Load the current version; IndexCorruptError when missing, partial or damaged."""
+    index_dir = Path(index_dir)
+    pointer = index_dir / "CURRENT"
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise _corrupt(index_dir, "does not exist yet (no CURRENT file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _corrupt(index_dir, f"has an unreadable CURRENT file ({exc})") from exc
+    if not name.startswith("v-") or "/" in name or "\\" in name:
+        raise _corrupt(index_dir, f"has a CURRENT file naming {name!r}, not an index version")
+    folder = index_dir / name
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("format") != INDEX_FORMAT:
+            raise _corrupt(index_dir, f"has format {manifest.get('format')!r}, expected {INDEX_FORMAT}")
+        files = manifest["files"]
+        for fname in [f"{m}.npz" for m in MATRICES] + ["arrays.npz", "vocab.json"]:
+            path = folder / fname
+            if fname not in files:
+                raise _corrupt(index_dir, f"lists no checksum for {fname}")
+            if not path.exists():
+                raise _corrupt(index_dir, f"is missing {path.name} in {folder.name}")
+            if verify and _sha256(path) != files[fname]:
+                raise _corrupt(index_dir, f"has a damaged file {path.name} (checksum mismatch)")
+        vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
+            arr = {k: arrays[k] for k in arrays.files}
+        mats = {m: sp.load_npz(folder / f"{m}.npz").tocsc() for m in MATRICES}
+    except IndexCorruptError:
+        raise
+    except FileNotFoundError as exc:
+        raise _corrupt(index_dir, f"is incomplete ({exc.filename} missing)") from exc
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise _corrupt(index_dir, f"cannot be read ({type(exc).__name__}: {exc})") from exc
+    data = IndexData(
+        corpus_version=manifest["corpus_version"],
+        fingerprint=manifest["fingerprint"],
+        page_keys=[(u, int(v), h) for u, v, h in manifest["pages"]],
+        term_vocab={t: i for i, t in enumerate(vocab["terms"])},
+        bigram_vocab={t: i for i, t in enumerate(vocab["bigrams"])},
+        term_idf=arr["term_idf"],
+        bigram_idf=arr["bigram_idf"],
+        passage_page=arr["passage_page"],
+        passage_heading=arr["passage_heading"],
+        passage_first=arr["passage_first"],
+        passage_last=arr["passage_last"],
+        path=folder,
+        chars=int(manifest.get("chars", 0)),
+        **mats,
+    )
+    _check_shapes(data, index_dir)
+    return data
+
+
+def _check_shapes(data: IndexData, index_dir: Path) -> None:
+    np_, nq = data.n_pages, data.n_passages
+    nt, nb = len(data.term_vocab), len(data.bigram_vocab)
+    expected = {
+        "passages_terms": (nq, nt),
+        "passages_bigrams": (nq, nb),
+        "pages_terms": (np_, nt),
+        "pages_bigrams": (np_, nb),
+    }
+    for key, shape in expected.items():
+        if getattr(data, key).shape != shape:
+            raise _corrupt(index_dir, f"has {key} of shape {getattr(data, key).shape}, expected {shape}")
+    if data.term_idf.shape != (nt,) or data.bigram_idf.shape != (nb,):
+        raise _corrupt(index_dir, "has idf vectors that do not match its vocabulary")
+    if not all(len(a) == nq for a in (data.passage_heading, data.passage_first, data.passage_last)):
+        raise _corrupt(index_dir, "has a passage map of inconsistent length")
+    if nq and (data.passage_page.min() < 0 or data.passage_page.max() >= np_):
+        raise _corrupt(index_dir, "has a passage map pointing outside its pages")
+
+
+# --- the public entry points ------------------------------------------------------------
+
+
+def read_corpus(settings: Settings) -> tuple[list[PageVersion], str]:
+    """The store's current pages and corpus version; EmptyCorpusError when there are none."""
+    with Store(settings.db, create=False) as store:
+        pages = store.current_pages()
+        version = store.corpus_version()
+    if not pages:
+        raise EmptyCorpusError(
+            f"the page store {settings.db} holds no content page: run `guiderag scrape TOC_URL` "
+            "(or `guiderag scrape --sample`) first"
+        )
+    return pages, version
+
+
+def build_index(settings: Settings, *, pages: Sequence[PageVersion] | None = None,
+                corpus_version: str | None = None) -> IndexInfo:
+    """Build the index of the store's current pages and swap it in atomically."""
+    started = time.perf_counter()
+    if pages is None or corpus_version is None:
+        pages, corpus_version = read_corpus(settings)
+    analyzer = make_analyzer(settings)
+    data = build_data(pages, corpus_version, settings, analyzer)
+    folder = save_data(data, settings.index_dir)
+    return IndexInfo(
+        path=folder,
+        corpus_version=corpus_version,
+        pages=data.n_pages,
+        passages=data.n_passages,
+        terms=len(data.term_vocab),
+        bigrams=len(data.bigram_vocab),
+        chars=data.chars,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def check_matches(data: IndexData, pages: Sequence[PageVersion], corpus_version: str,
+                  fingerprint: str, index_dir: Path) -> None:
+    """IndexCorruptError when the index was built from another corpus or configuration."""
+    if data.corpus_version != corpus_version:
+        raise _corrupt(index_dir, f"was built from corpus {data.corpus_version}, the store now holds {corpus_version}")
+    if data.fingerprint != fingerprint:
+        raise _corrupt(index_dir, "was built with other analyzer or passage settings")
+    keys = [(p.url, p.version, p.content_hash) for p in pages]
+    if keys != data.page_keys:
+        raise _corrupt(index_dir, "lists other pages than the store")

@@ -1,0 +1,34 @@
+"""load_retriever: the configured pipeline over the store's current corpus."""
+from __future__ import annotations
+
+import sys
+
+from guiderag.errors import IndexCorruptError
+from guiderag.settings import Settings
+
+from .index import build_data, check_matches, index_fingerprint, load_data, make_analyzer, read_corpus, save_data
+from .pipeline_ours import OursRetriever
+from .pipeline_protocol import ProtocolRetriever
+from .retriever import Retriever
+
+
+def load_retriever(settings: Settings) -> Retriever:
+    """The retriever of settings.pipeline over the store's current pages.
+
+    For `ours`, the saved index is loaded and checked against the store's corpus version
+    and the analyzer settings; when it is missing, damaged or stale it is rebuilt (and
+    swapped in atomically), with a one-line notice on stderr. Callers load it once per
+    process and reuse it. Raises EmptyCorpusError when nothing was scraped yet."""
+    pages, corpus_version = read_corpus(settings)
+    if settings.pipeline == "protocol":
+        return ProtocolRetriever(settings, pages, corpus_version)
+    analyzer = make_analyzer(settings)
+    fingerprint = index_fingerprint(settings, analyzer)
+    try:
+        data = load_data(settings.index_dir)
+        check_matches(data, pages, corpus_version, fingerprint, settings.index_dir)
+    except IndexCorruptError as exc:
+        print(f"guiderag: {exc}; rebuilding it now", file=sys.stderr)
+        data = build_data(pages, corpus_version, settings, analyzer)
+        data.path = save_data(data, settings.index_dir)
+    return OursRetriever(settings, pages, data, analyzer)

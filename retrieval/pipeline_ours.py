@@ -1,0 +1,202 @@
+"""The default pipeline: passages and pages scored with BM25 weights fitted once at index time.
+
+score(passage) = (1 - page_weight) * s(passage) + page_weight * s(its page), where
+s(x) = (1 - bigram_weight) * T(x) + bigram_weight * B(x) and each channel is
+
+    sum over query terms t found in x of idf(t) * w(t, x)  /  sum over ALL query terms of idf(t)
+
+with w the BM25-saturated frequency scaled to [0, 1]. The denominator counts question terms
+that occur nowhere in the corpus (at the idf of an unseen term), so a question about
+something the guideline never mentions scores low even when its common words match:
+that is the refusal signal, and the reason a fixed threshold (0.2) means something here.
+Every score is in [0, 1].
+
+The reference takes the best passages above the threshold, best first, as whole lines
+(with the heading line of their section), never the same line twice, until
+settings.reference_chars characters.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from guiderag.settings import Settings
+from store import PageVersion
+
+from .analyzer import VERB, Analyzer, Term, char_bigrams
+from .index import IndexData, unseen_idf
+from .keywords import clean_keywords, highest_idf_nouns
+from .result import Candidate, Passage, RetrievalResult
+from .retriever import Retriever
+
+# At most this many passages above the threshold are considered for the reference.
+MAX_PASSAGES_CONSIDERED = 200
+
+
+class OursRetriever(Retriever):
+    """Search over a fitted IndexData; a query is an analysis plus sparse column sums."""
+
+    pipeline = "ours"
+
+    def __init__(self, settings: Settings, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer) -> None:
+        super().__init__(settings, pages, data.corpus_version)
+        self.data = data
+        self.analyzer = analyzer
+        self._unseen = unseen_idf(data.n_pages)
+
+    # -- helpers for other stages ---------------------------------------------------
+    def idf(self, term: str) -> float:
+        j = self.data.term_vocab.get(term)
+        return float(self.data.term_idf[j]) if j is not None else self._unseen
+
+    def analyze(self, text: str) -> list[str]:
+        return self.analyzer(text)
+
+    def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
+        k = self.settings.keyword_count if k is None else k
+        return highest_idf_nouns(
+            self.analyzer.terms(question), self.idf, k, known=self.data.term_vocab.__contains__
+        )
+
+    # -- scoring --------------------------------------------------------------------
+    def _query(self, question: str, keywords: Sequence[str]) -> tuple[dict[str, float], set[str], list[str]]:
+        """Term weights (nouns 1, verbs settings.verb_weight), bigrams, surfaces."""
+        weights: dict[str, float] = {}
+        bigrams: set[str] = set()
+        for text in (question, *keywords):
+            analysis = self.analyzer.analysis(text)
+            for term in analysis.terms:
+                w = self.settings.verb_weight if term.kind == VERB else 1.0
+                if weights.get(term.text, 0.0) < w:
+                    weights[term.text] = w
+            bigrams.update(char_bigrams(analysis.spans))
+        return weights, bigrams, list(weights)
+
+    @staticmethod
+    def _channel(weights: dict[str, float], vocab: dict[str, int], idf: np.ndarray, unseen: float,
+                 passages, pages) -> tuple[np.ndarray | None, np.ndarray | None, list[str]]:
+        cols: list[int] = []
+        w: list[float] = []
+        mass = 0.0
+        unknown: list[str] = []
+        for term, qw in weights.items():
+            j = vocab.get(term)
+            if j is None:
+                mass += qw * unseen
+                unknown.append(term)
+            else:
+                value = qw * float(idf[j])
+                mass += value
+                cols.append(j)
+                w.append(value)
+        if not cols or mass <= 0:
+            return None, None, unknown
+        vec = np.asarray(w, dtype=np.float32) / np.float32(mass)
+        return passages[:, cols] @ vec, pages[:, cols] @ vec, unknown
+
+    def scores(self, question: str, keywords: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """(passage scores, page scores, query terms, unknown terms) for a query."""
+        d, s = self.data, self.settings
+        weights, bigrams, query_terms = self._query(question, keywords)
+        t_pass, t_page, unknown = self._channel(
+            weights, d.term_vocab, d.term_idf, self._unseen, d.passages_terms, d.pages_terms
+        )
+        b_pass, b_page, _ = self._channel(
+            dict.fromkeys(bigrams, 1.0), d.bigram_vocab, d.bigram_idf, self._unseen,
+            d.passages_bigrams, d.pages_bigrams,
+        )
+        wb = s.bigram_weight
+        passage = np.zeros(d.n_passages, dtype=np.float32)
+        page = np.zeros(d.n_pages, dtype=np.float32)
+        if t_pass is not None:
+            passage += (1.0 - wb) * t_pass
+            page += (1.0 - wb) * t_page
+        if b_pass is not None:
+            passage += wb * b_pass
+            page += wb * b_page
+        pw = s.page_weight
+        combined = (1.0 - pw) * passage + pw * page[d.passage_page]
+        return combined, page, query_terms, unknown
+
+    # -- search ---------------------------------------------------------------------
+    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
+        question = question or ""
+        keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)
+        if not question.strip() and not keywords:
+            return self.empty_result(question, keywords, "empty question: nothing to search for")
+        scores, _, query_terms, unknown = self.scores(question, keywords)
+        if not query_terms:
+            return self.empty_result(
+                question, keywords,
+                "the question has no words the analyzer can search for (no Japanese nouns, "
+                "verbs or alphanumeric terms): not covered",
+            )
+        threshold = self.settings.threshold
+        top = float(scores.max()) if len(scores) else 0.0
+        above = np.nonzero(scores >= threshold)[0] if len(scores) else np.empty(0, int)
+        order = above[np.argsort(-scores[above], kind="stable")]
+        candidates = self._candidates(order, scores)
+        passages = self._reference(order[:MAX_PASSAGES_CONSIDERED], scores)
+        notes: list[str] = []
+        if not candidates:
+            notes.append(f"no passage scored at least the threshold {threshold} (best {top:.3f})")
+        if unknown:
+            notes.append("terms found nowhere in the corpus: " + ", ".join(unknown))
+        return RetrievalResult(
+            question=question,
+            keywords=list(keywords),
+            query_terms=query_terms,
+            candidates=candidates,
+            passages=passages,
+            threshold=threshold,
+            top_score=top,
+            pipeline=self.pipeline,
+            corpus_version=self.corpus_version,
+            notes=notes,
+            unknown_terms=unknown,
+        )
+
+    def _candidates(self, order: np.ndarray, scores: np.ndarray) -> list[Candidate]:
+        seen: set[int] = set()
+        out: list[Candidate] = []
+        for i in order:
+            row = int(self.data.passage_page[i])
+            if row in seen:
+                continue
+            seen.add(row)
+            page = self.pages[row]
+            out.append(Candidate(url=page.url, title=page.title, score=float(scores[i])))
+        return out
+
+    def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
+        """Whole lines of the best passages, best first, no line twice, within the budget."""
+        d = self.data
+        budget = self.settings.reference_chars
+        used_chars = 0
+        used: dict[int, set[int]] = {}
+        out: list[Passage] = []
+        for i in order:
+            if budget - used_chars < 2:
+                break
+            row = int(d.passage_page[i])
+            page = self.pages[row]
+            taken = used.setdefault(row, set())
+            wanted = list(range(int(d.passage_first[i]), int(d.passage_last[i]) + 1))
+            heading = int(d.passage_heading[i])
+            if heading:
+                wanted.insert(0, heading)
+            picked: list[int] = []
+            for n in wanted:
+                if n in taken or not page.line(n).strip():
+                    continue
+                # a line costs its length plus the newline that joins it to the previous one
+                cost = len(page.line(n)) + (1 if used_chars else 0)
+                if used_chars + cost > budget:
+                    continue
+                used_chars += cost
+                taken.add(n)
+                picked.append(n)
+            if picked:
+                out.append(Passage(page=page, lines=tuple(sorted(picked)), score=float(scores[i])))
+        return out

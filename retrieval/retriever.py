@@ -1,0 +1,53 @@
+"""The one interface both pipelines implement, and the reference budget shared by them."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+from guiderag.settings import Settings
+from store import PageVersion
+
+from .result import RetrievalResult
+
+
+class Retriever(ABC):
+    """search(question, keywords) -> RetrievalResult over one corpus version."""
+
+    pipeline: str = ""
+
+    def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str) -> None:
+        self.settings = settings
+        self.pages: list[PageVersion] = list(pages)
+        self.corpus_version = corpus_version
+
+    @abstractmethod
+    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
+        """The reference for `question`; keywords=None means offline keywords."""
+
+    @abstractmethod
+    def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
+        """The question's `k` (default settings.keyword_count) highest-IDF nouns."""
+
+    @abstractmethod
+    def idf(self, term: str) -> float:
+        """The corpus IDF of an analyzer term (terms absent from the corpus get the highest)."""
+
+    @abstractmethod
+    def analyze(self, text: str) -> list[str]:
+        """The analyzer terms of `text` as this retriever sees them (synonyms applied)."""
+
+    def empty_result(self, question: str, keywords: Sequence[str], note: str, **extra) -> RetrievalResult:
+        """A not-covered result: no candidate, no passage, and why."""
+        return RetrievalResult(
+            question=question,
+            keywords=list(keywords),
+            query_terms=list(extra.pop("query_terms", [])),
+            candidates=[],
+            passages=[],
+            threshold=self.settings.threshold,
+            top_score=float(extra.pop("top_score", 0.0)),
+            pipeline=self.pipeline,
+            corpus_version=self.corpus_version,
+            notes=[note],
+            **extra,
+        )
