@@ -63,10 +63,11 @@ def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
     first_seen: dict[str, str] = {}
     for href, text in harvest(html, toc_url):
         url = urls.normalize_url(href, base)
-        if url in first_seen:
-            verdict = urls.Verdict(urls.DUPLICATE, f"duplicate of {first_seen[url]!r} (same page: {url})")
+        key = urls.page_key(url)
+        if key in first_seen:
+            verdict = urls.Verdict(urls.DUPLICATE, f"duplicate of {first_seen[key]!r} (same page: {key})")
         else:
-            first_seen[url] = href
+            first_seen[key] = href
             verdict = urls.classify(url, toc, text)
         records.append(
             LinkRecord(url=url, href=href, link_text=text, category=verdict.category,

@@ -63,13 +63,13 @@ SITE_PAGE_TEXT = re.compile(
 )
 
 
-def normalize_url(href: str, base: str | None = None) -> str:
+def normalize_url(href: str, base: str | None = None, *, drop_index: bool = False) -> str:
     """The canonical spelling of `href` (resolved against `base`), without fragment or tracking.
 
     Lower-case scheme and host, no default port, dot segments resolved, percent-escapes in
-    upper case, default index documents dropped, tracking parameters dropped, the rest of
-    the query kept in a stable (sorted) order. Non-web URLs (mailto:...) are returned resolved
-    but otherwise untouched.
+    upper case, tracking parameters dropped, the rest of the query kept in a stable (sorted)
+    order; with `drop_index`, `dir/index.html` becomes `dir/` (see `page_key`). Non-web URLs
+    (mailto:...) are returned resolved but otherwise untouched.
     """
     href = (href or "").strip()
     url = urljoin(base, href) if base else href
@@ -85,12 +85,22 @@ def normalize_url(href: str, base: str | None = None) -> str:
     netloc = host  # user:password@ is dropped: credentials are never part of a page's identity
     if port is not None and port != DEFAULT_PORTS[scheme]:
         netloc += f":{port}"
-    path = _normalize_path(parts.path)
+    path = _normalize_path(parts.path, drop_index)
     query = _normalize_query(parts.query)
     return urlunsplit((scheme, netloc, path, query, ""))
 
 
-def _normalize_path(path: str) -> str:
+def page_key(url: str) -> str:
+    """The identity of a page: its normalised URL with the default index document dropped.
+
+    `/guide/` and `/guide/index.html` are one page, but only the spelling a site links can
+    be trusted to fetch (not every server maps `/guide/` to `index.html`), so URLs are kept
+    as linked and compared by key.
+    """
+    return normalize_url(url, drop_index=True)
+
+
+def _normalize_path(path: str, drop_index: bool) -> str:
     if not path:
         return "/"
     trailing = path.endswith("/") or path.endswith("/.") or path.endswith("/..")
@@ -101,7 +111,8 @@ def _normalize_path(path: str) -> str:
         clean = "/"
     if trailing and not clean.endswith("/"):
         clean += "/"
-    clean = DEFAULT_INDEX.sub(lambda m: "/" if m.group(0).startswith("/") else "", clean) or "/"
+    if drop_index:
+        clean = DEFAULT_INDEX.sub(lambda m: "/" if m.group(0).startswith("/") else "", clean) or "/"
     clean = quote(clean, safe="/:@!$&'()*+,;=-._~%")
     return re.sub(r"%[0-9a-fA-F]{2}", lambda m: m.group(0).upper(), clean)
 
@@ -121,7 +132,7 @@ def site_of(url: str) -> str:
 
 def guide_path(toc_url: str) -> str:
     """The guide's path: the directory of the TOC page (`/guide/` for `/guide/index.html`)."""
-    path = urlsplit(normalize_url(toc_url)).path
+    path = urlsplit(page_key(toc_url)).path
     return path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
 
 
@@ -182,7 +193,7 @@ def classify(url: str, toc_url: str, link_text: str = "") -> Verdict:
         return Verdict(SCHEME, f"{what} (not a web page)")
     if not is_same_site(url, toc_url):
         return Verdict(OFFSITE, f"off-site: {urlsplit(url).netloc} is not {urlsplit(toc_url).netloc}")
-    if url == normalize_url(toc_url):
+    if page_key(url) == page_key(toc_url):
         return Verdict(NAVIGATION, "the table of contents itself")
     if not is_html_by_extension(url):
         ext = urlsplit(url).path.rsplit(".", 1)[-1].lower()

@@ -1,0 +1,257 @@
+"""One scrape, start to finish: TOC -> links -> workbook edits -> fetch -> one store transaction.
+
+Order matters for "bad input changes nothing": the workbook is read and the TOC fetched and
+classified before the store is even opened; every page is fetched before anything is
+written; the whole run is then applied by `Store.commit_run` in one transaction. A site
+that goes down part-way, Ctrl-C, or a full disk leave the last good corpus as it was (the
+run is recorded as failed or aborted).
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+from urllib.parse import urlsplit
+
+from guiderag.errors import GuiderageError, InvalidURLError, ScrapeError
+from guiderag.progress import Progress
+from guiderag.settings import Settings
+from store.pages import FetchedPage, RunSummary, Store, content_hash
+
+from . import fetch, textlines, urls, workbook
+from .harvest import LinkRecord, apply_robots, classify_links
+
+
+@dataclass
+class ScrapeReport:
+    """A finished scrape: the store's summary, plus what the CLI shows around it."""
+
+    summary: RunSummary
+    toc_url: str
+    links: list[LinkRecord]
+    workbook_path: Path
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def content_count(self) -> int:
+        return sum(1 for r in self.links if r.include and r.category != urls.DUPLICATE)
+
+
+class _Rebase:
+    """Maps URLs fetched from `served` to the stable `public` site URL they are stored under."""
+
+    def __init__(self, served: str, public: str | None) -> None:
+        self.served = urls.site_of(urls.normalize_url(served))
+        self.public_site = urls.site_of(urls.normalize_url(public)) if public else self.served
+
+    def public(self, url: str) -> str:
+        if self.public_site != self.served and url.startswith(self.served + "/"):
+            return self.public_site + url[len(self.served):]
+        return url
+
+    def private(self, url: str) -> str:
+        if self.public_site != self.served and url.startswith(self.public_site + "/"):
+            return self.served + url[len(self.public_site):]
+        return url
+
+
+def check_toc_url(toc_url: str) -> str:
+    """The normalised TOC URL, or InvalidURLError when it cannot be a web page."""
+    raw = (toc_url or "").strip()
+    parts = urlsplit(raw)
+    if parts.scheme.lower() not in urls.DEFAULT_PORTS or not parts.hostname:
+        raise InvalidURLError(
+            f"not an http(s) URL: {toc_url!r}; give the full address of the table-of-contents "
+            "page, e.g. https://example.org/guide/index.html"
+        )
+    return urls.normalize_url(raw)
+
+
+def scrape(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None) -> RunSummary:
+    """Scrape the guideline whose table of contents is at `toc_url` into settings.db."""
+    return scrape_site(settings, toc_url, urls_xlsx=urls_xlsx).summary
+
+
+def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None,
+                public_site: str | None = None, stderr: TextIO | None = None) -> ScrapeReport:
+    """The whole scrape; `public_site` stores pages under another site URL (the sample's)."""
+    err = stderr or sys.stderr
+    toc = check_toc_url(toc_url)
+    workbook_in = Path(urls_xlsx) if urls_xlsx else settings.urls_xlsx
+    out_path = Path(workbook_in) if workbook_in else settings.workbook_path
+    edits = workbook.read_edits(workbook_in) if workbook_in and Path(workbook_in).exists() else {}
+    notes: list[str] = []
+    if edits:
+        notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
+
+    with fetch.Fetcher(settings, toc) as fetcher:
+        robots = fetcher.load_robots()
+        notes.append(robots.note)
+        toc_page = _fetch_toc(fetcher, toc)
+        toc = urls.normalize_url(toc_page.final_url or toc)
+        rebase = _Rebase(toc, public_site)
+        links = classify_links(toc_page.html, toc)
+        if not links:
+            raise InvalidURLError(f"the table-of-contents page {toc_url} has no links (<a href>): "
+                                  "is this the right page?")
+        links = apply_robots(links, robots.allowed)
+        links = workbook.apply_edits(links, edits, public=rebase.public, private=rebase.private, toc_url=toc)
+        targets = [r for r in links if r.include and r.category != urls.DUPLICATE]
+        if not targets:
+            raise InvalidURLError(
+                f"none of the {len(links)} links of {toc_url} is a guide page (see the reasons in the "
+                f"URL workbook, or mark pages include=TRUE with --urls-xlsx); nothing was changed"
+            )
+        store = Store(settings.db)
+        try:
+            return _run(settings, store, fetcher, toc, links, targets, rebase, out_path, notes, err)
+        finally:
+            store.close()
+
+
+def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
+    if not fetcher.robots.allowed(toc):
+        raise InvalidURLError(f"robots.txt of {urls.site_of(toc)} disallows the table-of-contents page {toc} "
+                              f"({fetcher.robots.note}); guiderag obeys robots.txt")
+    result = fetcher.fetch(toc)
+    if result.kind == fetch.NOT_HTML:
+        raise InvalidURLError(f"the table-of-contents URL {toc} is not an HTML page ({result.reason})")
+    if not result.ok:
+        reason = result.reason or f"HTTP {result.status}"
+        raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {reason}. Check the URL "
+                              "and that the site is up; nothing was changed")
+    return result
+
+
+def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, links: list[LinkRecord],
+         targets: list[LinkRecord], rebase: _Rebase, out_path: Path, notes: list[str],
+         err: TextIO) -> ScrapeReport:
+    run_id = store.begin_run(rebase.public(toc))
+    fetched: list[FetchedPage] = []
+    failed: dict[str, str] = {}
+    gone: list[str] = []
+    info: dict[str, workbook.FetchInfo] = {}
+    verdicts: dict[str, tuple[str, str]] = {}  # url -> (category, reason) learnt by fetching
+    tmp: Path | None = None
+    try:
+        trouble = 0
+        keys = {urls.page_key(r.url) for r in targets}
+        with Progress(len(targets), "fetch", enabled=settings.progress, stream=err) as bar:
+            for rec in targets:
+                public = rebase.public(rec.url)
+                result = fetcher.fetch(rec.url, store.conditional_headers(public))
+                bar.update(1, note=urlsplit(rec.url).path)
+                trouble = trouble + 1 if result.server_trouble else 0
+                if trouble >= settings.abort_after_failures > 0:
+                    raise ScrapeError(
+                        f"the site stopped answering: {trouble} pages in a row failed (last: {rec.url}: "
+                        f"{result.reason}); the scrape was abandoned and the previous corpus kept. "
+                        "Try again when the site is back"
+                    )
+                if result.ok and _redirected_to_listed(result, rec, keys):
+                    verdicts[rec.url] = (urls.DUPLICATE, f"redirects to {result.final_url}, listed already")
+                    continue
+                _record(result, public, store, fetched, failed, gone, info, verdicts, settings)
+        if targets and not fetched and len(failed) == len(targets):
+            raise ScrapeError(
+                f"every one of the {len(targets)} pages failed (e.g. {next(iter(failed.items()))}); "
+                "the previous corpus was kept"
+            )
+        final_links = [_with_fetch_verdict(r, verdicts) for r in links]
+        content_urls = [rebase.public(r.url) for r in final_links
+                        if r.include and r.auto_category != urls.DUPLICATE and rebase.public(r.url) not in gone]
+        tmp = workbook.prepare(out_path, final_links, {rebase.private(k): v for k, v in info.items()},
+                               public=rebase.public)
+        summary = store.commit_run(run_id, fetched, content_urls=content_urls, failed=failed, gone=gone)
+        workbook.install(tmp, out_path)
+        tmp = None
+    except KeyboardInterrupt:
+        store.fail_run(run_id, "interrupted (Ctrl-C); the previous corpus was kept", status="aborted")
+        raise
+    except GuiderageError as exc:
+        if _run_status(store, run_id) == "running":  # commit_run records its own failures
+            store.fail_run(run_id, str(exc))
+        raise
+    except OSError as exc:
+        store.fail_run(run_id, f"{exc.__class__.__name__}: {exc}")
+        raise ScrapeError(f"could not write the URL workbook {out_path} ({exc}); the previous corpus "
+                          "was kept. Free disk space or fix permissions, then scrape again") from exc
+    except BaseException as exc:
+        store.fail_run(run_id, f"{exc.__class__.__name__}: {exc}")
+        raise
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    notes.append(f"URL workbook written to {out_path}")
+    return ScrapeReport(summary=summary, toc_url=rebase.public(toc), links=final_links,
+                        workbook_path=out_path, notes=notes)
+
+
+def _redirected_to_listed(result: fetch.FetchResult, rec: LinkRecord, keys: set[str]) -> bool:
+    """True when an in-site redirect lands on another page of the list (one entry per page)."""
+    final = urls.page_key(result.final_url or rec.url)
+    return final != urls.page_key(rec.url) and final in keys
+
+
+def _run_status(store: Store, run_id: int) -> str | None:
+    row = store.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _with_fetch_verdict(rec: LinkRecord, verdicts: dict[str, tuple[str, str]]) -> LinkRecord:
+    if rec.category == urls.DUPLICATE or rec.url not in verdicts:
+        return rec
+    category, reason = verdicts[rec.url]
+    include = rec.include and category not in (urls.NOT_HTML, urls.DUPLICATE)
+    return rec.with_verdict(category, reason, include=include)
+
+
+def _record(result: fetch.FetchResult, public: str, store: Store, fetched: list[FetchedPage],
+            failed: dict[str, str], gone: list[str], info: dict[str, workbook.FetchInfo],
+            verdicts: dict[str, tuple[str, str]], settings: Settings) -> None:
+    """File one fetch result under fetched / failed / gone, and note it for the workbook."""
+    url = result.url
+    if result.kind == fetch.OK:
+        title, lines = textlines.extract(result.html, split_over_chars=settings.split_lines_over_chars)
+        if not textlines.nonempty(lines):
+            failed[public] = "empty page (no text lines)"
+            verdicts[url] = (urls.CONTENT, "fetch failed: empty page (no text lines)")
+            info[public] = workbook.FetchInfo(http_status=result.status)
+            return
+        page = FetchedPage(url=public, title=title, lines=tuple(lines), fetched_at=result.fetched_at,
+                           etag=result.etag, last_modified=result.last_modified,
+                           http_status=result.status or 200)
+        fetched.append(page)
+        info[public] = workbook.FetchInfo(result.status, title, result.fetched_at, content_hash(title, lines))
+        if result.final_url and urls.normalize_url(result.final_url) != urls.normalize_url(url):
+            verdicts[url] = (urls.CONTENT, f"guide page (redirected to {result.final_url})")
+    elif result.kind == fetch.NOT_MODIFIED:
+        fetched.append(FetchedPage(url=public, fetched_at=result.fetched_at, etag=result.etag,
+                                   last_modified=result.last_modified, http_status=304, not_modified=True))
+        stored = store.get_page(public)
+        info[public] = workbook.FetchInfo(304, stored.title if stored else "",
+                                          result.fetched_at, stored.content_hash if stored else "")
+    elif result.kind == fetch.GONE:
+        gone.append(public)
+        verdicts[url] = (urls.CONTENT, result.reason)
+        info[public] = workbook.FetchInfo(http_status=result.status, fetched_at=result.fetched_at)
+    elif result.kind == fetch.NOT_HTML:
+        verdicts[url] = (urls.NOT_HTML, result.reason)
+        info[public] = workbook.FetchInfo(http_status=result.status, fetched_at=result.fetched_at)
+    else:
+        failed[public] = result.reason
+        verdicts[url] = (urls.CONTENT, f"fetch failed: {result.reason}")
+        info[public] = workbook.FetchInfo(http_status=result.status, fetched_at=result.fetched_at)
+
+
+def rebuild_index(settings: Settings, say: Callable[[str], None]) -> bool:
+    """Rebuild the retrieval index after a scrape changed the corpus (when retrieval can)."""
+    import retrieval
+
+    if not hasattr(retrieval, "build_index"):
+        say("note: the retrieval index was not rebuilt (retrieval.build_index is not available yet); "
+            "run `guiderag index` when it is")
+        return False
+    retrieval.build_index(settings)
+    return True

@@ -1,0 +1,214 @@
+"""The URL workbook (.xlsx): the manual review step of the protocol, written and read back.
+
+Each scrape writes one row per harvested link: url, link_text, category, reason, include,
+http_status, title, fetched_at, content_hash (then href as written, and auto_category, the
+classifier's own verdict). Read back with `--urls-xlsx`, a maintainer's hand edits win: a
+row whose include or category differs from auto_category was edited by hand (include=FALSE
+drops a content page, include=TRUE adds a page the classifier rejected, or a row added by
+hand with include=TRUE adds a page the TOC does not link). The file is replaced atomically.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from guiderag.errors import WorkbookError
+
+from . import urls
+from .harvest import LinkRecord
+
+COLUMNS = ("url", "link_text", "category", "reason", "include", "http_status", "title",
+           "fetched_at", "content_hash", "href", "auto_category")
+REQUIRED = ("url", "include")
+SHEET = "urls"
+TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "○", "はい", "対象"})
+FALSE_WORDS = frozenset({"false", "no", "n", "0", "×", "いいえ", "対象外"})
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One workbook row as the maintainer left it."""
+
+    url: str
+    include: bool | None
+    category: str | None
+    auto_category: str | None
+    link_text: str
+    row: int
+
+
+@dataclass(frozen=True)
+class FetchInfo:
+    """What the fetch of one page gave, for the workbook's right-hand columns."""
+
+    http_status: int | None = None
+    title: str = ""
+    fetched_at: str = ""
+    content_hash: str = ""
+
+
+def _parse_include(value: object, row: int) -> bool | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise WorkbookError(f"row {row}: include must be TRUE or FALSE, not {value!r}")
+
+
+def read_edits(path: Path) -> dict[str, Edit]:
+    """The rows of an existing URL workbook, by page key (urls.page_key). WorkbookError if malformed."""
+    from openpyxl import load_workbook
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    path = Path(path)
+    try:
+        book = load_workbook(path, read_only=True, data_only=True)
+    except (InvalidFileException, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise WorkbookError(
+            f"{path} is not a readable .xlsx workbook ({exc.__class__.__name__}: {exc}); "
+            "pass the URL workbook a previous scrape wrote, or a new path to start one"
+        ) from exc
+    try:
+        sheet = book[SHEET] if SHEET in book.sheetnames else book.worksheets[0]
+        rows = sheet.iter_rows(values_only=True)
+        header = next(rows, None)
+        names = [str(h).strip().lower() if h is not None else "" for h in (header or ())]
+        missing = [c for c in REQUIRED if c not in names]
+        if missing:
+            raise WorkbookError(
+                f"{path}: the first row must name the columns; missing {', '.join(missing)} "
+                f"(expected: {', '.join(COLUMNS)})"
+            )
+        col = {name: i for i, name in reversed(list(enumerate(names))) if name}
+        edits: dict[str, Edit] = {}
+        for number, values in enumerate(rows, start=2):
+            def cell(name: str) -> object:
+                i = col.get(name)
+                return values[i] if i is not None and i < len(values) else None
+
+            raw_url = cell("url")
+            if raw_url is None or not str(raw_url).strip():
+                continue
+            category = _parse_category(cell("category"), number, path)
+            auto = _parse_category(cell("auto_category"), number, path)
+            if urls.DUPLICATE in (auto, category):
+                continue  # the first spelling's row carries the decision
+            url = urls.normalize_url(str(raw_url).strip())
+            if urls.page_key(url) in edits:
+                continue
+            edits[urls.page_key(url)] = Edit(url=url, include=_parse_include(cell("include"), number), category=category,
+                              auto_category=auto, link_text=str(cell("link_text") or ""), row=number)
+        return edits
+    finally:
+        book.close()
+
+
+def _parse_category(value: object, row: int, path: Path) -> str | None:
+    if value is None or not str(value).strip():
+        return None
+    category = str(value).strip().lower()
+    if category not in urls.CATEGORIES:
+        raise WorkbookError(
+            f"{path} row {row}: unknown category {value!r}; use one of {', '.join(urls.CATEGORIES)}"
+        )
+    return category
+
+
+def apply_edits(records: list[LinkRecord], edits: Mapping[str, Edit], *,
+                public: Callable[[str], str] = lambda u: u,
+                private: Callable[[str], str] = lambda u: u, toc_url: str = "") -> list[LinkRecord]:
+    """The classifier's records with the maintainer's hand edits applied (edits win).
+
+    `public` maps a fetched URL to the URL the workbook and store use, `private` back.
+    """
+    out: list[LinkRecord] = []
+    seen: set[str] = set()
+    for rec in records:
+        key = urls.page_key(public(rec.url))
+        edit = edits.get(key) if rec.category != urls.DUPLICATE else None
+        seen.add(key)
+        out.append(_edited(rec, edit) if edit else rec)
+    for key, edit in edits.items():
+        url = edit.url
+        if key in seen or not edit.include:
+            continue
+        auto = edit.auto_category
+        if auto == urls.CONTENT and edit.category in (None, urls.CONTENT):
+            continue  # a page a past scrape found, no longer in the TOC: not a hand edit
+        fetched_url = private(url)
+        rec = LinkRecord(url=fetched_url, href=url, link_text=edit.link_text, category=urls.CONTENT,
+                         reason="added by hand in the workbook", include=True,
+                         auto_category=auto or "")
+        if toc_url and not (urls.is_web_url(fetched_url) and urls.is_same_site(fetched_url, toc_url)):
+            rec = rec.with_verdict(urls.OFFSITE, "added by hand in the workbook, but not on the guide's "
+                                   "site: not fetched")
+        out.append(rec)
+    return out
+
+
+def _edited(rec: LinkRecord, edit: Edit) -> LinkRecord:
+    auto = edit.auto_category or rec.auto_category
+    auto_include = auto == urls.CONTENT
+    if edit.include is not None and edit.include != auto_include:
+        category = edit.category if edit.category and edit.category != auto else rec.category
+        done = "included" if edit.include else "excluded"
+        reason = f"{done} by hand in the workbook (classifier: {rec.reason})"
+        return replace(rec, category=category, include=edit.include, reason=reason)
+    if edit.category and edit.category != auto:
+        include = edit.category == urls.CONTENT
+        return replace(rec, category=edit.category, include=include,
+                       reason=f"category set by hand in the workbook (classifier: {rec.reason})")
+    return rec
+
+
+def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], *,
+            public: Callable[[str], str] = lambda u: u) -> Path:
+    """Write the workbook to a temporary file beside `path`; `install` moves it in place."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    book = Workbook()
+    sheet = book.active
+    sheet.title = SHEET
+    sheet.append(list(COLUMNS))
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    for rec in records:
+        got = info.get(rec.url, FetchInfo()) if rec.category != urls.DUPLICATE else FetchInfo()
+        sheet.append([public(rec.url), rec.link_text, rec.category, rec.reason, bool(rec.include),
+                      got.http_status, got.title, got.fetched_at, got.content_hash, rec.href,
+                      rec.auto_category])
+    sheet.freeze_panes = "A2"
+    for letter, width in zip("ABCDEFGHIJK", (60, 30, 16, 50, 9, 11, 40, 22, 30, 40, 16)):
+        sheet.column_dimensions[letter].width = width
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        book.save(tmp)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def install(tmp: Path, path: Path) -> None:
+    """Atomically replace `path` with the prepared workbook."""
+    os.replace(tmp, path)
+
+
+def write(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], **kw) -> None:
+    """Write the workbook atomically (temp file + os.replace)."""
+    install(prepare(path, records, info, **kw), Path(path))
