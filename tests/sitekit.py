@@ -53,6 +53,7 @@ class Site:
         self.routes: dict[str, Route] = {}
         self.hits: Counter[str] = Counter()
         self.not_modified: Counter[str] = Counter()
+        self.request_headers: dict[str, dict[str, str]] = {}  # path -> headers of its last request
         self.requests = 0
         self.down_after_requests: int | None = None
         self.lock = threading.Lock()
@@ -101,6 +102,7 @@ class Site:
                 with site.lock:
                     site.requests += 1
                     site.hits[path] += 1
+                    site.request_headers[path] = dict(self.headers.items())
                     down = site.down_after_requests is not None and site.requests > site.down_after_requests
                     count = site.hits[path]
                 if down:

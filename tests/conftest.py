@@ -1,0 +1,36 @@
+"""Shared pytest fixtures (keep this file small; one concern per test file)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/sitekit.py and friends
+
+from guiderag.settings import Settings  # noqa: E402
+
+
+@pytest.fixture
+def fast_settings(tmp_path: Path) -> Settings:
+    """Settings for scraping loopback sites fast: a store in tmp_path, no delay, tiny backoff."""
+    return Settings.load(env={}, db=tmp_path / "guide.db", delay_s=0.0, backoff_s=0.01, timeout_s=5.0,
+                         retries=2, progress=False)
+
+
+@pytest.fixture
+def fast_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Environment for CLI runs: no stray GUIDERAG_* values, fast retries; returns the db path."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("GUIDERAG_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("GUIDERAG_DELAY_S", "0")
+    monkeypatch.setenv("GUIDERAG_BACKOFF_S", "0.01")
+    monkeypatch.setenv("GUIDERAG_RETRIES", "1")
+    monkeypatch.setenv("GUIDERAG_TIMEOUT_S", "5")
+    monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
+    db = tmp_path / "cli.db"
+    monkeypatch.setenv("GUIDERAG_DB", str(db))
+    return db
