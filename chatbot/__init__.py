@@ -1,0 +1,27 @@
+"""The answer stage: keywords -> retrieval -> extract | lines | generate -> audit -> Answer.
+
+Public surface (ARCHITECTURE.md): `Chatbot(settings, retriever=None, llm=None).ask(question,
+mode=None) -> Answer`; `LLMClient(settings).complete(system, user, **params) -> str`;
+`AuditLog(conn)` with `export_xlsx(path)` and `gaps()`.
+"""
+from __future__ import annotations
+
+from .answer import GOVERNED, NOT_GOVERNED, Answer, ShownPassage
+from .audit import AuditLog, Gap
+from .bot import MODES, Chatbot
+from .llm import LLMClient
+from .question import CleanQuestion, clean_question
+
+__all__ = [
+    "GOVERNED",
+    "NOT_GOVERNED",
+    "MODES",
+    "Answer",
+    "AuditLog",
+    "Chatbot",
+    "CleanQuestion",
+    "Gap",
+    "LLMClient",
+    "ShownPassage",
+    "clean_question",
+]

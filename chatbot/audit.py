@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS audit (
     keywords        TEXT NOT NULL,      -- JSON list
     requested_mode  TEXT,
     mode            TEXT,               -- the mode that produced the answer (after any fallback)
-    model           TEXT,
+    model           TEXT,               -- the answer model (lines, generate)
+    keywords_model  TEXT,               -- the keywords model, when keywords came from one
     pipeline        TEXT,
     threshold       REAL,
     top_score       REAL,
@@ -54,7 +55,7 @@ CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 
 COLUMNS = [
     "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
-    "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
+    "keywords_model", "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
     "unsupported", "coverage", "error", "latency_ms", "answer_json",
 ]
 
@@ -91,11 +92,18 @@ class AuditLog:
         try:
             with self._lock, self.conn:
                 self.conn.executescript(SCHEMA)
+                # A table from an older guiderag lacks newer columns: add them (additive).
+                have = {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}
+                for column in COLUMNS:
+                    if column not in have:
+                        self.conn.execute(f"ALTER TABLE audit ADD COLUMN {column}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot create the audit table: {exc}") from exc
 
     # -- writing --------------------------------------------------------------------
-    def record(self, answer: Answer, *, requested_mode: str | None = None) -> int:
+    def record(
+        self, answer: Answer, *, requested_mode: str | None = None, keywords_model: str | None = None
+    ) -> int:
         """Write one row for an answer (in its own transaction) and return its id."""
         retrieval = answer.retrieval or {}
         shown = [
@@ -112,6 +120,7 @@ class AuditLog:
             "requested_mode": requested_mode or answer.mode,
             "mode": answer.mode,
             "model": answer.model,
+            "keywords_model": keywords_model,
             "pipeline": retrieval.get("pipeline"),
             "threshold": retrieval.get("threshold"),
             "top_score": retrieval.get("top_score"),
@@ -135,6 +144,7 @@ class AuditLog:
         keywords: Iterable[str] = (),
         mode: str | None = None,
         model: str | None = None,
+        keywords_model: str | None = None,
         retrieval: dict[str, Any] | None = None,
         latency_ms: float | None = None,
     ) -> int:
@@ -148,6 +158,7 @@ class AuditLog:
             "requested_mode": mode,
             "mode": mode,
             "model": model,
+            "keywords_model": keywords_model,
             "pipeline": retrieval.get("pipeline"),
             "threshold": retrieval.get("threshold"),
             "top_score": retrieval.get("top_score"),

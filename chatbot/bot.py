@@ -1,0 +1,258 @@
+"""The Chatbot: question -> keywords -> retrieval -> extract | lines | generate -> audit -> Answer.
+
+Order of an ask, and what each outcome records:
+1. clean the question (QuestionError for nothing answerable; audited as an error row);
+2. keywords from the keywords model when one is configured, else offline (retrieval's);
+3. retrieval; nothing cleared the threshold -> not covered (no model is asked);
+4. the mode: extract (no model), lines (model picks numbers, we rebuild from stored lines),
+   generate (the protocol; the model's text is a labelled summary beside verbatim passages);
+   the model declining, or lines yielding nothing valid -> not covered;
+5. the audit row is written, then the Answer (with its audit_id) is returned.
+A model failure (unreachable, HTTP error, timeout, empty reply) falls back to extract when
+settings.fallback_to_extract is set, else raises ModelError after an audit row recorded
+it. No partial or unverified model text is ever returned.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+from guiderag.errors import GuiderageError, InputError, ModelError, StoreError
+from guiderag.settings import Settings
+from retrieval.result import RetrievalResult
+from store import Store
+
+from . import generate as gen
+from .answer import GOVERNED, NOT_GOVERNED, Answer
+from .audit import AuditLog
+from .extract import extract
+from .lines import LINES_SYSTEM_PROMPT, lines_user_message, number_reference, parse_line_numbers, picks_for
+from .llm import LLMClient
+from .question import clean_question
+from .shown import Pick, layout, render
+
+MODES = ("extract", "lines", "generate")
+# The keywords call: a few words back, so a small reply budget.
+KEYWORDS_MAX_TOKENS = 64
+
+
+class Chatbot:
+    """Answers questions from the stored guideline; one audit row per ask."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        retriever: Any | None = None,
+        llm: LLMClient | None = None,
+        *,
+        store: Store | None = None,
+    ) -> None:
+        self.settings = settings
+        self._retriever = retriever
+        self.llm = llm or LLMClient(settings)
+        # The audit table lives in the page store's file. create=False: asking against a
+        # store that does not exist must not leave an empty database behind.
+        self._own_store = store is None
+        self.store = store or Store(settings.db, create=False)
+        self.audit = AuditLog(self.store.conn)
+
+    # -- lifecycle ----------------------------------------------------------------
+    def close(self) -> None:
+        if self._own_store:
+            self.store.close()
+
+    def __enter__(self) -> "Chatbot":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def retriever(self) -> Any:
+        if self._retriever is None:
+            import retrieval
+
+            self._retriever = retrieval.load_retriever(self.settings)
+        return self._retriever
+
+    def _analyze(self) -> Callable[[str], list[str]]:
+        fn = getattr(self.retriever, "analyze", None)
+        if callable(fn):
+            return fn
+        from retrieval.analyzer import analyze
+
+        return analyze
+
+    # -- asking -------------------------------------------------------------------
+    def ask(self, question: str, mode: str | None = None) -> Answer:
+        """Answer one question on its own (no history). The audit row is written first."""
+        started = time.perf_counter()
+        mode = mode or self.settings.mode
+        state: dict[str, Any] = {"keywords": [], "result": None, "keywords_model": None}
+        try:
+            if mode not in MODES:
+                raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+            cleaned = clean_question(question, self.settings)
+        except InputError as exc:
+            self._record_error(_printable(question), exc, mode, state, started)
+            raise
+        text = cleaned.text
+        try:
+            answer = self._answer(text, mode, state)
+        except ModelError as exc:
+            if not self.settings.fallback_to_extract:
+                self._record_error(text, exc, mode, state, started)
+                raise
+            answer = self._fallback(text, mode, exc, state)
+        except StoreError:
+            raise
+        except Exception as exc:  # a bug or an unexpected failure: still leave a trace
+            self._record_error(text, exc, mode, state, started)
+            raise
+        answer.notes = list(cleaned.notes) + answer.notes
+        answer.latency_ms = (time.perf_counter() - started) * 1000.0
+        answer.audit_id = self.audit.record(
+            answer, requested_mode=mode, keywords_model=state["keywords_model"]
+        )
+        return answer
+
+    def _answer(self, question: str, mode: str, state: dict[str, Any]) -> Answer:
+        if mode != "extract":
+            self.llm._require("answer")  # ModelNotConfiguredError before any work
+        keywords = self._keywords(question, state)
+        result: RetrievalResult = self.retriever.search(question, keywords)
+        state["result"] = result
+        state["keywords"] = list(result.keywords)
+        if not result.governed:
+            return self._refusal(question, mode, result)
+        if mode == "extract":
+            return self._extract(question, result)
+        if mode == "lines":
+            return self._lines(question, result)
+        return self._generate(question, result)
+
+    def _keywords(self, question: str, state: dict[str, Any]) -> list[str] | None:
+        """Model keywords when a keywords model is configured; None means offline."""
+        if not self.llm.configured("keywords"):
+            return None
+        from retrieval.keywords import keyword_prompt, parse_keywords
+
+        count = self.settings.keyword_count
+        system, user = keyword_prompt(question, count)
+        state["keywords_model"] = self.llm.model_for("keywords")
+        reply = self.llm.complete(
+            system, user, role="keywords", temperature=gen.TEMPERATURE, max_tokens=KEYWORDS_MAX_TOKENS, n=1
+        )
+        keywords = parse_keywords(reply, count)
+        return keywords or None  # nothing usable: offline keywords
+
+    # -- modes ----------------------------------------------------------------------
+    def _extract(self, question: str, result: RetrievalResult, *, error: str | None = None) -> Answer:
+        idf = getattr(self.retriever, "idf", None)
+        text, shown = extract(
+            question, result.keywords, result.passages, self.settings.answer_chars,
+            self._analyze(), idf if callable(idf) else None,
+        )
+        if not text:
+            return self._refusal(question, "extract", result, error=error)
+        return Answer(
+            question=question, keywords=list(result.keywords), mode="extract", coverage=GOVERNED,
+            answer=text, passages=shown, retrieval=result.to_json(), error=error,
+        )
+
+    def _lines(self, question: str, result: RetrievalResult) -> Answer:
+        reference = number_reference(result.passages)
+        model = self.llm.model_for("answer")
+        reply = self.llm.complete(
+            LINES_SYSTEM_PROMPT, lines_user_message(reference, question), role="answer",
+            temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
+        )
+        numbers = parse_line_numbers(reply, len(reference))
+        text, shown = render(picks_for(reference, numbers), self.settings.answer_chars) if numbers else ("", [])
+        if not text:
+            return self._refusal(question, "lines", result, model=model)
+        return Answer(
+            question=question, keywords=list(result.keywords), mode="lines", coverage=GOVERNED,
+            answer=text, passages=shown, retrieval=result.to_json(), model=model,
+        )
+
+    def _generate(self, question: str, result: RetrievalResult) -> Answer:
+        # The protocol pipeline keeps its literal reference; ours sends whole lines.
+        reference = getattr(result, "literal_reference", None) or result.reference_text
+        model = self.llm.model_for("answer")
+        reply = self.llm.complete(
+            gen.system_prompt(self.settings.answer_chars), gen.user_message(reference, question),
+            role="answer", temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
+        )
+        if gen.is_insufficient(reply):
+            return self._refusal(question, "generate", result, model=model)
+        summary = reply.strip()
+        _, shown = layout(Pick(p.page, n, float(p.score)) for p in result.passages for n in p.lines)
+        return Answer(
+            question=question, keywords=list(result.keywords), mode="generate", coverage=GOVERNED,
+            answer=summary, passages=shown, retrieval=result.to_json(), summary=summary,
+            unsupported_sentences=gen.unsupported_sentences(summary, reference, self._analyze()),
+            model=model,
+        )
+
+    def _refusal(
+        self, question: str, mode: str, result: RetrievalResult | None,
+        *, model: str | None = None, error: str | None = None,
+    ) -> Answer:
+        """Not covered: the fixed refusal, where to ask instead, nothing generated."""
+        return Answer(
+            question=question,
+            keywords=list(result.keywords) if result is not None else [],
+            mode=mode,
+            coverage=NOT_GOVERNED,
+            answer=self.settings.refusal_message,
+            passages=[],
+            retrieval=result.to_json() if result is not None else {},
+            escalation=self.settings.escalation_text,
+            model=model,
+            error=error,
+        )
+
+    def _fallback(self, question: str, mode: str, exc: ModelError, state: dict[str, Any]) -> Answer:
+        """The model failed and settings.fallback_to_extract is set: answer offline."""
+        note = f"{mode} mode failed ({exc}); answered with extract instead"
+        result = state.get("result")
+        if result is None:  # the keywords call failed: retrieve with offline keywords
+            result = self.retriever.search(question, None)
+            state["result"] = result
+            state["keywords"] = list(result.keywords)
+        if not result.governed:
+            return self._refusal(question, "extract", result, error=note)
+        return self._extract(question, result, error=note)
+
+    def _record_error(
+        self, question: str, exc: BaseException, mode: str | None, state: dict[str, Any], started: float
+    ) -> None:
+        result = state.get("result")
+        message = str(exc) if isinstance(exc, GuiderageError) else f"{type(exc).__name__}: {exc}"
+        self.audit.record_error(
+            question,
+            message,
+            keywords=state.get("keywords") or [],
+            mode=mode,
+            model=self.llm.model_for("answer") if mode in ("lines", "generate") else None,
+            keywords_model=state.get("keywords_model"),
+            retrieval=result.to_json() if result is not None else None,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+
+def _printable(raw: object) -> str:
+    """What to write in the audit for a question that was refused as input."""
+    if not isinstance(raw, str):
+        return "" if raw is None else f"<{type(raw).__name__}>"
+    return "".join(ch if ch.isprintable() or ch == " " else " " for ch in raw)[:2000]
+
+
+def ask(settings: Settings, question: str, mode: str | None = None) -> Answer:
+    """One-shot convenience: open, ask, close."""
+    with Chatbot(settings) as bot:
+        return bot.ask(question, mode)
+
+
+__all__: Sequence[str] = ("Chatbot", "MODES", "ask")

@@ -1,0 +1,114 @@
+"""`guiderag ask`, `guiderag audit` and `guiderag gaps` (see ../shared/CONTRACT.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from guiderag.settings import Settings
+from store import Store
+
+from .answer import Answer
+from .audit import AuditLog
+from .bot import Chatbot
+
+SUMMARY_LABEL = "要約（AIが生成した文章です。下の原文で確かめてください）"
+SOURCES_LABEL = "出典"
+UNSUPPORTED_LABEL = "⚠ 参考情報にない語を含む文"
+
+
+def run_ask(args: argparse.Namespace, settings: Settings) -> int:
+    """Answer one question: readable text with sources, or one JSON object with --json."""
+    with Chatbot(settings) as bot:
+        answer = bot.ask(args.question, getattr(args, "mode", None))
+    for note in answer.notes:
+        print(f"guiderag: note: {note}", file=sys.stderr)
+    if answer.error:
+        print(f"guiderag: warning: {answer.error}", file=sys.stderr)
+    if getattr(args, "json", False):
+        print(json.dumps(answer.to_json(), ensure_ascii=False))
+    else:
+        print(format_answer(answer))
+    return 0
+
+
+def format_answer(answer: Answer) -> str:
+    """The answer as a person reads it in a terminal."""
+    out: list[str] = []
+    if not answer.governed:
+        out.append(answer.answer)
+        if answer.escalation:
+            out.append(answer.escalation)
+    elif answer.summary is not None:
+        out += [f"【{SUMMARY_LABEL}】", answer.summary]
+        if answer.unsupported_sentences:
+            out.append(f"【{UNSUPPORTED_LABEL}】")
+            out += [f"  - {s}" for s in answer.unsupported_sentences]
+        out.append("")
+        out.append(f"【{SOURCES_LABEL}】")
+        for p in answer.passages:
+            out.append(f"{p.title} — {p.url} (版 {p.version}, 行 {_ranges(p.lines)})")
+            out += [f"  {line}" for line in p.text.split("\n")]
+    else:
+        out.append(answer.answer)
+        out.append("")
+        out.append(f"【{SOURCES_LABEL}】")
+        for p in answer.passages:
+            out.append(f"- {p.title} — {p.url} (版 {p.version}, 行 {_ranges(p.lines)})")
+    for note in answer.notes:
+        out.append(f"（{note}）")
+    if answer.audit_id is not None:
+        out.append(f"[記録番号 {answer.audit_id}]")
+    return "\n".join(out)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[3, 4, 5, 9] -> "3-5, 9"."""
+    parts: list[str] = []
+    start = prev = None
+    for n in numbers:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = n
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ", ".join(parts)
+
+
+def _audit_log(settings: Settings) -> tuple[Store, AuditLog]:
+    store = Store(settings.db, create=False)
+    return store, AuditLog(store.conn)
+
+
+def run_audit(args: argparse.Namespace, settings: Settings) -> int:
+    """Export the audit log (and the gaps) to an .xlsx workbook."""
+    store, log = _audit_log(settings)
+    try:
+        rows = log.export_xlsx(args.out)
+    finally:
+        store.close()
+    print(f"wrote {rows} audit rows to {args.out}", file=sys.stderr)
+    return 0
+
+
+def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
+    """The not-covered questions with how often each was asked, most asked first."""
+    store, log = _audit_log(settings)
+    try:
+        gaps = log.gaps()
+    finally:
+        store.close()
+    if getattr(args, "json", False):
+        print(json.dumps({"gaps": [g.to_json() for g in gaps]}, ensure_ascii=False))
+        return 0
+    if not gaps:
+        print("no unanswered questions recorded", file=sys.stderr)
+        return 0
+    width = max(len(str(g.count)) for g in gaps)
+    for g in gaps:
+        print(f"{g.count:>{width}}  {g.question}")
+    return 0
