@@ -179,6 +179,7 @@ def run_devbench(
 
         import retrieval
 
+        retrieval.build_index(base)  # as `guiderag scrape` does after a changed corpus
         runs: list[BenchRun] = []
         for pipeline in pipelines:
             ps = base.replace(pipeline=pipeline)

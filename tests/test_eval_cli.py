@@ -67,6 +67,10 @@ def _deps_missing() -> str:
     for mod, name in ((scraper, "scrape"), (retrieval, "load_retriever"), (chatbot, "Chatbot")):
         if not hasattr(mod, name):
             return f"{mod.__name__}.{name} not landed yet"
+    from guiderag.settings import SAMPLE_SITE_DIR, SAMPLE_TOC_PATH
+
+    if not (SAMPLE_SITE_DIR / SAMPLE_TOC_PATH).exists():
+        return "the sample guideline (data/sample_site/) has not landed yet"
     return ""
 
 
