@@ -89,3 +89,14 @@ def stub_settings(stub: Any, tmp_path: Path | None = None, **overrides: Any) -> 
         values["db"] = tmp_path / "guide.db"
     values.update(overrides)
     return Settings.load(env={}, **values)
+
+
+def indexed_settings(tmp_path: Path, pages: dict[str, Sequence[str]] | None = None, **overrides: Any) -> Settings:
+    """A store holding `pages` with its retrieval index built; settings pointing at it."""
+    import retrieval
+
+    db = tmp_path / "guide.db"
+    make_store(db, pages).close()
+    settings = Settings.load(env={}, db=db, progress=False, **overrides)
+    retrieval.build_index(settings)
+    return settings
