@@ -1,0 +1,204 @@
+"""Whole scrapes into a real SQLite store, over real HTTP: versions, removals, failures."""
+from __future__ import annotations
+
+import pytest
+
+from guiderag.errors import ScrapeError
+from scraper import fetch, scrape, urls
+from scraper.run import scrape_site
+from sitekit import Site, html_page, toc_html
+from store.pages import Store
+
+
+def _page(title: str, text: str) -> str:
+    return html_page(title, f"<nav>メニュー</nav><main><h1>{title}</h1><p>{text}</p></main><footer>フッター</footer>")
+
+
+def _site(n: int = 4, *, etag: bool = False) -> Site:
+    site = Site()
+    site.page("/guide/index.html", toc_html([(f"q{i}.html", f"Q{i}") for i in range(1, n + 1)]))
+    for i in range(1, n + 1):
+        site.page(f"/guide/q{i}.html", _page(f"Q{i}", f"質問{i}への答えです。"), etag=etag)
+    return site
+
+
+def _corpus(settings) -> list[tuple]:
+    with Store(settings.db) as store:
+        return [(p.url, p.version, p.content_hash, p.lines) for p in store.current_pages(include_removed=True)]
+
+
+def _runs(settings) -> list[dict]:
+    with Store(settings.db) as store:
+        return store.runs()
+
+
+def test_sample_site_stores_exactly_its_content_pages_then_nothing_new(fast_settings) -> None:
+    sample = pytest.importorskip("scraper.sample")
+    with sample.serve_sample_site() as toc_url:
+        declared = {urls.page_key(u) for u in sample.sample_content_urls(toc_url)}
+        first = scrape(fast_settings, toc_url)
+        second = scrape(fast_settings, toc_url)
+    with Store(fast_settings.db) as store:
+        stored = {urls.page_key(p.url) for p in store.current_pages()}
+        hidden = [line for p in store.current_pages() for line in p.lines]
+    assert stored == declared  # precision and recall 1.0
+    assert len(first.added) == len(declared) and not first.failed
+    assert second.counts() == {"added": 0, "changed": 0, "unchanged": len(declared), "removed": 0, "failed": 0}
+    assert not second.corpus_changed and "no page changed" in second.describe()
+    assert not any("ページの先頭へ" in line or "ホーム" == line for line in hidden)
+
+
+def test_sample_tooltip_definitions_are_not_in_stored_lines(fast_settings) -> None:
+    sample = pytest.importorskip("scraper.sample")
+    from bs4 import BeautifulSoup
+
+    from guiderag.settings import SAMPLE_SITE_DIR
+    from scraper.charset import decode_html
+
+    definitions = set()
+    for path in sample.declared_content_paths():
+        soup = BeautifulSoup(decode_html((SAMPLE_SITE_DIR / path).read_bytes())[0], "html.parser")
+        definitions |= {t.get_text(strip=True) for t in soup.select(".tooltip, [role=tooltip]")}
+    assert definitions, "the sample site has glossary tooltips"
+    with sample.serve_sample_site() as toc_url:
+        scrape(fast_settings, toc_url)
+    with Store(fast_settings.db) as store:
+        text = "\n".join(line for p in store.current_pages() for line in p.lines)
+    leaked = sorted(d for d in definitions if d and d in text)
+    assert not leaked
+
+
+def test_edited_page_gets_a_new_version_and_the_old_one_is_kept(fast_settings) -> None:
+    site = _site()
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        site.page("/guide/q2.html", _page("Q2", "質問2への答えを改訂しました。"))
+        summary = scrape(fast_settings, toc)
+    url = base + "/guide/q2.html"
+    assert summary.changed == [url] and summary.counts()["unchanged"] == 3
+    with Store(fast_settings.db) as store:
+        versions = store.versions(url)
+        assert [v.version for v in versions] == [1, 2]
+        assert versions[0].lines == ("Q2", "質問2への答えです。")
+        assert versions[1].lines == ("Q2", "質問2への答えを改訂しました。")
+        assert store.get_page(url).version == 2
+
+
+def test_page_removed_from_the_toc_is_marked_removed_not_deleted(fast_settings) -> None:
+    site = _site()
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        site.page("/guide/index.html", toc_html([(f"q{i}.html", f"Q{i}") for i in (1, 2, 4)]))
+        summary = scrape(fast_settings, toc)
+    url = base + "/guide/q3.html"
+    assert summary.removed == [url]
+    with Store(fast_settings.db) as store:
+        assert url not in {p.url for p in store.current_pages()}
+        page = store.get_page(url)
+        assert page.removed and page.lines == ("Q3", "質問3への答えです。")
+
+
+def test_404_removes_and_500_keeps_the_previous_version(fast_settings) -> None:
+    site = _site()
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        site.remove("/guide/q1.html")
+        site.status("/guide/q2.html", 500)
+        summary = scrape(fast_settings, toc)
+    assert summary.removed == [base + "/guide/q1.html"]
+    assert list(summary.failed) == [base + "/guide/q2.html"]
+    assert "HTTP 500" in summary.failed[base + "/guide/q2.html"]
+    assert site.hits["/guide/q2.html"] == 1 + fast_settings.retries + 1  # first scrape + retried attempts
+    with Store(fast_settings.db) as store:
+        kept = store.get_page(base + "/guide/q2.html")
+        assert not kept.removed and kept.version == 1 and kept.lines[1] == "質問2への答えです。"
+
+
+def test_site_going_down_mid_scrape_leaves_the_corpus_as_it_was(fast_settings) -> None:
+    site = _site(8)
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        before = _corpus(fast_settings)
+        for i in range(1, 9):
+            site.page(f"/guide/q{i}.html", _page(f"Q{i}", "改訂版の答えです。"))
+        site.go_down_after(4)  # robots.txt, the TOC, two pages... then nothing answers
+        with pytest.raises(ScrapeError, match="stopped answering"):
+            scrape(fast_settings, toc)
+    assert _corpus(fast_settings) == before
+    assert _runs(fast_settings)[0]["status"] == "failed"
+
+
+def test_ctrl_c_leaves_the_corpus_as_it_was(fast_settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = _site()
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        before = _corpus(fast_settings)
+        site.page("/guide/q1.html", _page("Q1", "改訂版です。"))
+        real_fetch = fetch.Fetcher.fetch
+        calls = {"n": 0}
+
+        def fetch_then_interrupt(self, url, headers=None):
+            calls["n"] += 1
+            if calls["n"] == 3:  # the TOC, one page, then the user presses Ctrl-C
+                raise KeyboardInterrupt
+            return real_fetch(self, url, headers)
+
+        monkeypatch.setattr(fetch.Fetcher, "fetch", fetch_then_interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            scrape(fast_settings, toc)
+    assert _corpus(fast_settings) == before
+    assert _runs(fast_settings)[0]["status"] == "aborted"
+
+
+def test_conditional_get_uses_the_stored_etag(fast_settings) -> None:
+    site = _site(etag=True)
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        summary = scrape(fast_settings, toc)
+    assert sum(site.not_modified.values()) == 4
+    assert summary.counts()["unchanged"] == 4 and not summary.corpus_changed
+    assert site.request_headers["/guide/q1.html"]["If-None-Match"].startswith('"')
+
+
+def test_empty_page_fails_and_is_not_stored(fast_settings) -> None:
+    site = _site(2)
+    site.page("/guide/q2.html", html_page("空", "<nav>メニュー</nav><main></main>"))
+    with site.serve() as base:
+        summary = scrape(fast_settings, base + "/guide/index.html")
+    assert summary.failed == {base + "/guide/q2.html": "empty page (no text lines)"}
+    with Store(fast_settings.db) as store:
+        assert store.get_page(base + "/guide/q2.html") is None
+
+
+def test_robots_disallowed_and_redirects(fast_settings) -> None:
+    site, other = _site(4), Site()
+    site.raw("/robots.txt", b"User-agent: *\nDisallow: /guide/q4.html\n", "text/plain")
+    site.redirect("/guide/q2.html", "/guide/moved/q2.html", status=301)
+    site.page("/guide/moved/q2.html", _page("Q2", "移動した答えです。"))
+    with other.serve() as other_base, site.serve() as base:
+        site.redirect("/guide/q3.html", other_base + "/q3.html")
+        report = scrape_site(fast_settings, base + "/guide/index.html")
+    by_url = {r.url: r for r in report.links}
+    assert by_url[base + "/guide/q4.html"].category == urls.DISALLOWED
+    assert site.hits["/guide/q4.html"] == 0
+    assert base + "/guide/q2.html" in report.summary.added  # followed within the site
+    assert "off-site" in report.summary.failed[base + "/guide/q3.html"]
+    assert other.hits["/q3.html"] == 0
+    with Store(fast_settings.db) as store:
+        assert store.get_page(base + "/guide/q2.html").lines == ("Q2", "移動した答えです。")
+
+
+def test_a_link_that_turns_out_not_html_is_not_content(fast_settings) -> None:
+    site = _site(2)
+    site.raw("/guide/q2.html", b"%PDF-1.4", "application/pdf")
+    with site.serve() as base:
+        report = scrape_site(fast_settings, base + "/guide/index.html")
+    q2 = next(r for r in report.links if r.url == base + "/guide/q2.html")
+    assert (q2.category, q2.include) == (urls.NOT_HTML, False) and "application/pdf" in q2.reason
+    assert report.summary.added == [base + "/guide/q1.html"] and not report.summary.failed
