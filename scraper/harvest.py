@@ -42,15 +42,17 @@ def _link_text(anchor) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def harvest(html: str, page_url: str) -> list[tuple[str, str]]:
+def harvest(html: str) -> list[tuple[str, str]]:
     """(href, link text) of every `<a href>` of the page, in document order."""
-    soup = BeautifulSoup(html, "html.parser")
+    return _harvest(BeautifulSoup(html, "html.parser"))
+
+
+def _harvest(soup: BeautifulSoup) -> list[tuple[str, str]]:
     return [(a.get("href", ""), _link_text(a)) for a in soup.find_all("a", href=True)]
 
 
-def base_url(html: str, page_url: str) -> str:
+def _base_url(soup: BeautifulSoup, page_url: str) -> str:
     """The URL relative links resolve against: `<base href>` when the page has one."""
-    soup = BeautifulSoup(html, "html.parser")
     base = soup.find("base", href=True)
     return urls.normalize_url(base["href"], page_url) if base else page_url
 
@@ -58,10 +60,11 @@ def base_url(html: str, page_url: str) -> str:
 def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
     """Harvest and classify every link of the TOC page `html` served at `toc_url`."""
     toc = urls.normalize_url(toc_url)
-    base = base_url(html, toc_url)
+    soup = BeautifulSoup(html, "html.parser")
+    base = _base_url(soup, toc_url)
     records: list[LinkRecord] = []
     first_seen: dict[str, str] = {}
-    for href, text in harvest(html, toc_url):
+    for href, text in _harvest(soup):
         url = urls.normalize_url(href, base)
         key = urls.page_key(url)
         if key in first_seen:

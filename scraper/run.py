@@ -91,6 +91,8 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
         toc_page = _fetch_toc(fetcher, toc)
         toc = urls.normalize_url(toc_page.final_url or toc)
         rebase = _Rebase(toc, public_site)
+        if rebase.public_site != rebase.served:
+            notes.append(f"served from {rebase.served}; pages stored under {rebase.public_site}")
         links = classify_links(toc_page.html, toc)
         if not links:
             raise InvalidURLError(f"the table-of-contents page {toc_url} has no links (<a href>): "
@@ -152,6 +154,8 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
                 if result.ok and _redirected_to_listed(result, rec, keys):
                     verdicts[rec.url] = (urls.DUPLICATE, f"redirects to {result.final_url}, listed already")
                     continue
+                if result.ok and result.final_url:
+                    keys.add(urls.page_key(result.final_url))  # a later link redirecting here is a duplicate
                 _record(result, public, store, fetched, failed, gone, info, verdicts, settings)
         if targets and not fetched and len(failed) == len(targets):
             raise ScrapeError(

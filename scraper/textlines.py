@@ -268,8 +268,6 @@ def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[s
     hidden = _hidden_classes(soup)
     root, fallback = _content_root(soup)
     extractor = _Extractor(hidden, fallback, split_over_chars)
-    if root.name in CHROME_WITH_HEADING or root.name in DROP_TAGS:
-        root = soup  # a <main> inside <header>? read the whole page rather than nothing
     extractor.walk(root)
     extractor.flush()
     title = ""
