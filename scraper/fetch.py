@@ -32,6 +32,9 @@ FAILED = "failed"
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 GONE_STATUSES = frozenset({404, 410})
 RETRY_STATUSES = frozenset({429})  # besides every 5xx
+# Answers that say the site (not one page) is unavailable: with connection errors, they
+# count towards settings.abort_after_failures. A 500 is one broken page.
+DOWN_STATUSES = frozenset({429, 502, 503, 504})
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 CHUNK_BYTES = 65536
 
@@ -50,7 +53,7 @@ class FetchResult:
     etag: str | None = None
     last_modified: str | None = None
     reason: str = ""
-    # True for connection errors and 5xx after all retries: the mark of a site going down.
+    # True for connection errors and 502/503/504 after all retries: the mark of a site going down.
     server_trouble: bool = False
     fetched_at: str = ""
 
@@ -103,6 +106,13 @@ class Fetcher:
         self.session.close()
 
     # -- robots.txt -----------------------------------------------------------------
+    def move_to(self, url: str) -> None:
+        """The site answered from another origin (e.g. an https upgrade): read its robots.txt."""
+        site = urls.site_of(urls.normalize_url(url))
+        if site != self.site:
+            self.site = site
+            self.load_robots()
+
     def load_robots(self) -> Robots:
         """Read the site's robots.txt; a missing one allows everything."""
         url = self.site + "/robots.txt"
@@ -187,7 +197,8 @@ class Fetcher:
                     continue
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
         return FetchResult(url, FAILED, final_url=current, status=last_status,
-                           reason=f"{last_reason} {tries}", server_trouble=True), None
+                           reason=f"{last_reason} {tries}",
+                           server_trouble=last_status is None or last_status in DOWN_STATUSES), None
 
     def _read(self, url: str, current: str, resp: requests.Response, want_html: bool) -> tuple[FetchResult, str | None]:
         status = resp.status_code

@@ -90,6 +90,7 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
         notes.append(robots.note)
         toc_page = _fetch_toc(fetcher, toc)
         toc = urls.normalize_url(toc_page.final_url or toc)
+        fetcher.move_to(toc)
         rebase = _Rebase(toc, public_site)
         if rebase.public_site != rebase.served:
             notes.append(f"served from {rebase.served}; pages stored under {rebase.public_site}")

@@ -25,6 +25,7 @@ DUPLICATE = "duplicate"
 CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+WWW_PREFIX = re.compile(r"^www\d?\.", re.IGNORECASE)
 
 # --- named patterns ---------------------------------------------------------------------
 # Query parameters that only track where a visitor came from: never part of a page's identity.
@@ -146,7 +147,17 @@ def is_non_web_scheme(url: str) -> bool:
 
 
 def is_same_site(url: str, other: str) -> bool:
-    return site_of(normalize_url(url)) == site_of(normalize_url(other))
+    return _host_port(url) == _host_port(other)
+
+
+def _host_port(url: str) -> tuple[str, int | None]:
+    """Host without a leading www., and the port only when it is not the scheme's default:
+    http://example.org and https://www.example.org are one site (an https upgrade is not
+    leaving it), http://127.0.0.1:8000 and :8001 are two."""
+    parts = urlsplit(normalize_url(url))
+    host = WWW_PREFIX.sub("", parts.hostname or "")
+    port = parts.port
+    return host, None if port in (None, *DEFAULT_PORTS.values()) else port
 
 
 def is_html_by_extension(url: str) -> bool:

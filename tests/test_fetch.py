@@ -31,9 +31,18 @@ def test_persistent_500_fails_after_all_retries(fast_settings) -> None:
     site.status("/guide/q1.html", 500)
     with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
         result = fetcher.fetch(base + "/guide/q1.html")
-    assert result.kind == fetch.FAILED and result.server_trouble
+    assert result.kind == fetch.FAILED
     assert "HTTP 500" in result.reason and "3 attempts" in result.reason
     assert site.hits["/guide/q1.html"] == fast_settings.retries + 1
+    assert not result.server_trouble  # one broken page, not a site going down
+
+
+def test_persistent_503_is_the_mark_of_a_site_going_down(fast_settings) -> None:
+    site = Site()
+    site.status("/guide/q1.html", 503)
+    with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
+        result = fetcher.fetch(base + "/guide/q1.html")
+    assert result.kind == fetch.FAILED and result.server_trouble and "HTTP 503" in result.reason
 
 
 def test_404_and_410_mean_gone_and_are_not_retried(fast_settings) -> None:
@@ -103,6 +112,13 @@ def test_redirect_off_the_site_is_refused(fast_settings) -> None:
             result = fetcher.fetch(base + "/guide/q1.html")
     assert result.kind == fetch.FAILED and "off-site" in result.reason
     assert other.hits["/elsewhere.html"] == 0
+
+
+def test_https_upgrade_and_www_are_the_same_site() -> None:
+    from scraper import urls
+
+    assert urls.is_same_site("http://example.org/guide/", "https://www.example.org/guide/q1.html")
+    assert not urls.is_same_site("http://127.0.0.1:8000/", "http://127.0.0.1:8001/")
 
 
 def test_redirect_loop_stops(fast_settings) -> None:
