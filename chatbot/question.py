@@ -1,7 +1,7 @@
 """Cleaning and checking the user's question before anything else sees it.
 
-- Control and invisible format characters (NUL, escape sequences, zero-width and bidi
-  marks) are removed; tabs and line breaks become spaces; runs of spaces collapse.
+- Terminal escape sequences, control and invisible format characters (NUL, zero-width
+  and bidi marks) are removed; tabs and line breaks become spaces; runs of spaces collapse.
 - Nothing is left (empty, whitespace or control characters only): QuestionError.
 - Longer than settings.max_question_chars: the question is CAPPED, not refused, and the
   answer carries a note saying so (settings.question_capped_message). Refusing would make
@@ -13,12 +13,16 @@ retrieval normalises for matching).
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from guiderag.errors import QuestionError
 from guiderag.settings import Settings
 
+# Terminal escape sequences (colour codes pasted from a terminal): removed whole, so that
+# "[31m" is not left behind when the ESC character goes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _SPACES = {"\t", "\n", "\r", "\v", "\f", "\u2028", "\u2029", "\x85"}
 
 
@@ -39,7 +43,7 @@ def clean_question(raw: object, settings: Settings) -> CleanQuestion:
     if not isinstance(raw, str):
         raise QuestionError(f"the question must be text, not {type(raw).__name__}")
     chars = []
-    for ch in raw:
+    for ch in _ANSI.sub("", raw):
         if ch in _SPACES:
             chars.append(" ")
         elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch != " ":
