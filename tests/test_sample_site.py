@@ -217,7 +217,7 @@ def test_thymic_chapter_covers_diagnosis_pathology_treatment_surgery():
 
 def test_site_never_mentions_the_out_of_scope_topic():
     for path in SAMPLE_SITE_DIR.rglob("*"):
-        if path.suffix in (".html", ".txt", ".css"):
+        if path.suffix in (".html", ".txt", ".css", ".md"):
             raw = path.read_bytes()
             text = raw.decode(_charset(raw)) if path.suffix == ".html" else raw.decode("utf-8")
             text = unicodedata.normalize("NFKC", text).lower()
