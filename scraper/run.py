@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, TextIO
 from urllib.parse import urlsplit
 
-from guiderag.errors import GuiderageError, InvalidURLError, ScrapeError
+from guiderag.errors import GuiderageError, InvalidURLError, ScrapeError, WorkbookError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
 from store.pages import FetchedPage, RunSummary, Store, content_hash
@@ -80,6 +80,8 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
     toc = check_toc_url(toc_url)
     workbook_in = Path(urls_xlsx) if urls_xlsx else settings.urls_xlsx
     out_path = Path(workbook_in) if workbook_in else settings.workbook_path
+    if out_path.suffix.lower() != ".xlsx":
+        raise WorkbookError(f"the URL workbook must be an .xlsx file, not {out_path}")
     edits = workbook.read_edits(workbook_in) if workbook_in and Path(workbook_in).exists() else {}
     notes: list[str] = []
     if edits:
@@ -188,7 +190,11 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-    notes.append(f"URL workbook written to {out_path}")
+    if workbook_in:
+        notes.append(f"URL workbook written to {out_path}")
+    else:
+        notes.append(f"URL workbook written to {out_path} (to review: edit include/category there and "
+                     f"scrape again with --urls-xlsx {out_path})")
     return ScrapeReport(summary=summary, toc_url=rebase.public(toc), links=final_links,
                         workbook_path=out_path, notes=notes)
 

@@ -182,3 +182,8 @@ def test_workbook_that_cannot_be_written_changes_nothing(fast_env: Path, capsys,
     with Store(fast_env) as store:
         assert store.corpus_version() == before
         assert store.runs()[0]["status"] == "failed"
+
+
+def test_workbook_path_must_be_xlsx(fast_env: Path, capsys, tmp_path: Path) -> None:
+    _bad_input(fast_env, capsys, ["scrape", "http://127.0.0.1:1/guide/", "--urls-xlsx", str(tmp_path / "u.csv"),
+                                  "--no-index"], "must be an .xlsx file")
