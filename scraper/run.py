@@ -110,9 +110,13 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
             )
         store = Store(settings.db)
         try:
-            return _run(settings, store, fetcher, toc, links, targets, rebase, out_path, notes, err)
+            report = _run(settings, store, fetcher, toc, links, targets, rebase, out_path, notes, err)
         finally:
             store.close()
+    if not workbook_in:
+        report.notes.append(f"to review the links, edit include/category in {out_path} and scrape again "
+                            f"with --urls-xlsx {out_path}")
+    return report
 
 
 def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
@@ -190,11 +194,7 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-    if workbook_in:
-        notes.append(f"URL workbook written to {out_path}")
-    else:
-        notes.append(f"URL workbook written to {out_path} (to review: edit include/category there and "
-                     f"scrape again with --urls-xlsx {out_path})")
+    notes.append(f"URL workbook written to {out_path}")
     return ScrapeReport(summary=summary, toc_url=rebase.public(toc), links=final_links,
                         workbook_path=out_path, notes=notes)
 
