@@ -8,6 +8,7 @@ run is recorded as failed or aborted).
 """
 from __future__ import annotations
 
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,28 +173,28 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
         final_links = [_with_fetch_verdict(r, verdicts) for r in links]
         content_urls = [rebase.public(r.url) for r in final_links
                         if r.include and r.auto_category != urls.DUPLICATE and rebase.public(r.url) not in gone]
-        tmp = workbook.prepare(out_path, final_links, {rebase.private(k): v for k, v in info.items()},
-                               public=rebase.public)
+        try:
+            tmp = workbook.prepare(out_path, final_links, {rebase.private(k): v for k, v in info.items()},
+                                   public=rebase.public)
+        except OSError as exc:
+            raise ScrapeError(f"could not write the URL workbook {out_path} ({exc}); the previous corpus "
+                              "was kept. Free disk space or fix permissions, then scrape again") from exc
         summary = store.commit_run(run_id, fetched, content_urls=content_urls, failed=failed, gone=gone)
-        workbook.install(tmp, out_path)
-        tmp = None
-    except KeyboardInterrupt:
-        store.fail_run(run_id, "interrupted (Ctrl-C); the previous corpus was kept", status="aborted")
-        raise
-    except GuiderageError as exc:
-        if _run_status(store, run_id) == "running":  # commit_run records its own failures
-            store.fail_run(run_id, str(exc))
-        raise
-    except OSError as exc:
-        store.fail_run(run_id, f"{exc.__class__.__name__}: {exc}")
-        raise ScrapeError(f"could not write the URL workbook {out_path} ({exc}); the previous corpus "
-                          "was kept. Free disk space or fix permissions, then scrape again") from exc
     except BaseException as exc:
-        store.fail_run(run_id, f"{exc.__class__.__name__}: {exc}")
-        raise
-    finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, KeyboardInterrupt):
+            _mark_failed(store, run_id, "interrupted (Ctrl-C); the previous corpus was kept", "aborted")
+        elif _run_status(store, run_id) == "running":  # commit_run records its own failures
+            _mark_failed(store, run_id, str(exc) if isinstance(exc, GuiderageError)
+                         else f"{exc.__class__.__name__}: {exc}", "failed")
+        raise
+    try:
+        workbook.install(tmp, out_path)  # the corpus is committed: only the workbook is at stake
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ScrapeError(f"the scrape was stored (run {run_id}), but the URL workbook {out_path} could "
+                          f"not be replaced ({exc}); scrape again to rewrite it") from exc
     notes.append(f"URL workbook written to {out_path}")
     return ScrapeReport(summary=summary, toc_url=rebase.public(toc), links=final_links,
                         workbook_path=out_path, notes=notes)
@@ -205,8 +206,19 @@ def _redirected_to_listed(result: fetch.FetchResult, rec: LinkRecord, keys: set[
     return final != urls.page_key(rec.url) and final in keys
 
 
+def _mark_failed(store: Store, run_id: int, message: str, status: str) -> None:
+    """Record why a run failed; a store too broken to say so must not hide the first error."""
+    try:
+        store.fail_run(run_id, message, status=status)
+    except sqlite3.DatabaseError:
+        pass
+
+
 def _run_status(store: Store, run_id: int) -> str | None:
-    row = store.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    try:
+        row = store.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    except sqlite3.DatabaseError:
+        return None
     return row[0] if row else None
 
 
