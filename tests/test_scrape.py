@@ -161,9 +161,12 @@ def test_conditional_get_uses_the_stored_etag(fast_settings) -> None:
         toc = base + "/guide/index.html"
         scrape(fast_settings, toc)
         summary = scrape(fast_settings, toc)
-    assert sum(site.not_modified.values()) == 4
+        site.page("/guide/q3.html", _page("Q3", "改訂した答えです。"), etag=True)  # a new ETag
+        edited = scrape(fast_settings, toc)
+    assert sum(site.not_modified.values()) == 4 + 3
     assert summary.counts()["unchanged"] == 4 and not summary.corpus_changed
     assert site.request_headers["/guide/q1.html"]["If-None-Match"].startswith('"')
+    assert edited.changed == [base + "/guide/q3.html"] and edited.counts()["unchanged"] == 3
 
 
 def test_empty_page_fails_and_is_not_stored(fast_settings) -> None:

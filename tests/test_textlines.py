@@ -165,3 +165,18 @@ def test_sample_pages_have_no_tooltip_or_navigation_text() -> None:
                 assert snippet not in text, (path, snippet)
         checked += 1
     assert checked >= 30
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_ALPHABET = st.sampled_from(list("肺がんの治療ですEGFRmg2.5 「」（）。！？!?.\"' \n"))
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.text(_ALPHABET, max_size=80))
+def test_splitting_loses_nothing_and_cuts_only_after_a_sentence_end(text: str) -> None:
+    parts = split_sentences(collapse(text))
+    assert "".join(parts).replace(" ", "") == collapse(text).replace(" ", "")
+    for part in parts[:-1]:
+        assert part.rstrip("」』）)]］】〕〉》”’\"'")[-1:] in "。！？!?.", (text, parts)
+    assert split_sentences(collapse(text)) == parts  # deterministic
