@@ -37,7 +37,7 @@ TEXT = {
     ),
     "placeholder": "ご質問を入力してください（例：胸腺腫瘍の治療法は？）",
     "empty_question": "ご質問が入力されていません。知りたいことを文章で入力してください。",
-    "bad_question": "このご質問は受け付けられませんでした。{chars}文字以内の文章で入力してください。",
+    "bad_question": "このご質問は読み取れませんでした。知りたいことを文章で入力してください。",
     "thinking": "ガイドラインを確認しています…",
     "lead_governed": "ガイドラインには次のように書かれています。",
     "lead_sources": "根拠となるガイドラインの原文",
@@ -58,9 +58,7 @@ TEXT = {
         "しばらくしてからもう一度お試しいただくか、左の「回答のしかた」で"
         "「原文の抜粋」をお選びください。"
     ),
-    "model_fallback": (
-        "AIモデルに接続できなかったため、ガイドラインの原文の抜粋だけをお示しします。"
-    ),
+    "model_fallback": "AIモデルに接続できなかったため、AIを使わずにお答えしています。",
     "app_error": (
         "申し訳ありません。システムの不具合でお答えできませんでした。"
         "時間をおいてもう一度お試しください。続く場合は管理者にお知らせください。"
@@ -290,12 +288,17 @@ def answer_html(answer: Answer, settings: Settings) -> str:
     """The whole assistant message for one Answer, as one block of our own HTML."""
     tz = settings.display_timezone
     parts: list[str] = []
-    if answer.error and answer.governed:
-        parts.append(f'<div class="grag-warning">{escape_text(TEXT["model_fallback"])}</div>')
+    # Notes for the user (a long question was cut; the model failed and extract answered).
+    notes = [str(n) for n in getattr(answer, "notes", None) or [] if str(n).strip()]
+    if answer.error:
+        notes.append(TEXT["model_fallback"])
+    warning = "".join(f'<div class="grag-warning">{escape_text(n)}</div>' for n in notes)
+    parts.append(warning)
     if not answer.governed:
         escalation = answer.escalation or settings.escalation_text
         inner = (
-            f'<div class="grag-badge">{escape_text(TEXT["not_covered_badge"])}</div>'
+            warning
+            + f'<div class="grag-badge">{escape_text(TEXT["not_covered_badge"])}</div>'
             + paragraphs(answer.answer or settings.refusal_message)
             + paragraphs(escalation, "grag-escalation")
         )
@@ -402,7 +405,7 @@ def render_reply(turn: Turn, settings: Settings) -> None:
     if turn.error_kind == "model":
         st.error(TEXT["model_error"])
     elif turn.error_kind == "question":
-        st.warning(TEXT["bad_question"].format(chars=settings.max_question_chars))
+        st.warning(TEXT["bad_question"])
     elif turn.error_kind == "app":
         st.error(TEXT["app_error"])
     if turn.error_detail:
@@ -435,8 +438,8 @@ def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Tu
 
     turn = Turn(question=question)
     try:
-        bot = Chatbot(settings, retriever=get_retriever(settings, status))
-        turn.answer = bot.ask(question, mode)
+        with Chatbot(settings, retriever=get_retriever(settings, status)) as bot:
+            turn.answer = bot.ask(question, mode)
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError
@@ -449,11 +452,6 @@ def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Tu
         logging.getLogger("guiderag.app").exception("answering %r failed", question)
         turn.error_kind = "app"
         turn.error_detail = error_details(exc)
-    if turn.answer is not None and turn.answer.error and not turn.answer.governed:
-        # The model failed and nothing could be shown: say so, do not claim "not covered".
-        turn.error_kind = "model"
-        turn.error_detail = error_details(ModelError(turn.answer.error))
-        turn.answer = None
     return turn
 
 
@@ -535,7 +533,8 @@ def main() -> None:
     for turn in history:
         render_turn(turn, settings)
 
-    question = st.chat_input(TEXT["placeholder"], max_chars=settings.max_question_chars)
+    # No max_chars: the chatbot answers the first part of a long question and says so.
+    question = st.chat_input(TEXT["placeholder"])
     if question is None:
         return
     if not question.strip():

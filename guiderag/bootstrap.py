@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,15 +110,20 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
         # Imported here: the scraper and retrieval stages are heavy (MeCab, scikit-learn)
         # and the check above is all most starts need.
         import retrieval
-        import scraper
+        from scraper import scrape_site
         from scraper.sample import serve_sample_site
 
         # Our own loopback server: no politeness delay needed, no progress bar on stderr.
         local = settings.replace(delay_s=0.0, progress=False)
         report(0.05, "同梱のサンプルガイドラインを用意しています…")
-        with serve_sample_site() as toc_url:
+        with serve_sample_site() as served_toc:
             report(0.15, "ガイドラインのページを読み込んでいます…")
-            summary = scraper.scrape(local, toc_url)
+            # Stored under the sample's stable site URL, as `guiderag scrape --sample` does,
+            # so a later `scrape --sample` compares like with like.
+            scraped = scrape_site(
+                local, served_toc, public_site=settings.sample_site_url, stderr=io.StringIO()
+            )
+        summary = scraped.summary
         status = store_status(settings)
         if status.empty:
             raise ScrapeError(
@@ -128,7 +134,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
         retrieval.build_index(local)
         report(1.0, "準備ができました。")
         return BootstrapResult(
-            built=True, pages=status.pages, toc_url=toc_url, summary=summary.describe()
+            built=True, pages=status.pages, toc_url=scraped.toc_url, summary=summary.describe()
         )
 
 
