@@ -53,13 +53,14 @@ SITE_PAGE_SEGMENT = re.compile(
     re.IGNORECASE,
 )
 SITE_PAGE_QUERY = re.compile(r"(?:^|&)(?:s|q|query|search|keyword|login|action=(?:login|logout|search|print))(?:=|&|$)", re.IGNORECASE)
-# The same, said in the link text (for sites whose URLs are opaque ids).
+# The same, said in the link text (for sites whose URLs are opaque ids). Only phrases that
+# name site chrome and nothing else: a guide page may well be titled 検索 or 著作権.
 SITE_PAGE_TEXT = re.compile(
     r"^(?:このサイトについて|当サイトについて|サイトについて|サイトの使い方|運営者情報|運営について"
-    r"|プライバシー(?:ポリシー)?|個人情報(?:保護方針|の取り扱い|の取扱い)?|サイトポリシー|利用規約|免責事項|著作権"
-    r"|お問い?合わせ|問い合わせ|サイトマップ|検索|ログイン|ログアウト|新規登録|リンク集|ページの先頭へ|トップページ|ホーム"
-    r"|about(?: us| this site)?|privacy(?: policy)?|contact(?: us)?|site ?map|search|log ?in|log ?out|sign ?in"
-    r"|sign ?up|terms(?: of use)?|disclaimer|home|top)$",
+    r"|プライバシーポリシー|個人情報(?:保護方針|の取り扱い|の取扱い)|サイトポリシー|利用規約|免責事項"
+    r"|お問い?合わせ|お問い合わせ先|サイトマップ|ログイン|ログアウト|新規登録|リンク集|ページの先頭へ|トップページへ?"
+    r"|about us|about this site|privacy policy|contact us|site ?map|log ?in|log ?out|sign ?in"
+    r"|sign ?up|terms of use|terms of service|back to top)$",
     re.IGNORECASE,
 )
 
