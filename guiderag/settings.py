@@ -168,6 +168,10 @@ class Settings:
             raise InputError(f"reference_chars must be at least 200, not {self.reference_chars}")
         if self.delay_s < 0 or self.timeout_s <= 0 or self.retries < 0:
             raise InputError("delay_s must be >= 0, timeout_s > 0 and retries >= 0")
+        if self.max_page_bytes <= 0 or self.max_redirects < 0 or self.abort_after_failures < 0:
+            raise InputError("max_page_bytes must be > 0, max_redirects >= 0 and abort_after_failures >= 0")
+        if self.backoff_s < 0 or self.split_lines_over_chars < 0:
+            raise InputError("backoff_s and split_lines_over_chars must be >= 0")
 
 
 def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:
