@@ -19,7 +19,10 @@ ALIASES = {
     "iso-2022-jp": "iso2022_jp", "csiso2022jp": "iso2022_jp",
     "utf8": "utf-8", "unicode-1-1-utf-8": "utf-8",
 }
-DETECT_ORDER = ("utf-8", "cp932", "euc_jp")
+DETECT_ORDER = ("utf-8", "cp932", "euc_jp", "euc_jis_2004")
+# Wider codecs tried when the named one fails strictly: servers say "EUC-JP" for eucJP-ms
+# (with ① and other NEC specials, which Python's euc_jp lacks), "Shift_JIS" for JIS X 0213.
+WIDER = {"euc_jp": ("euc_jis_2004",), "cp932": ("shift_jis_2004",)}
 SNIFF_BYTES = 4096
 
 HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:\-]+)", re.IGNORECASE)
@@ -100,10 +103,11 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
         if codec in WEAK_LABELS:
             weak = weak or codec
         elif codec:
-            try:
-                return body.decode(codec), codec
-            except UnicodeDecodeError:
-                continue  # the label is wrong for these bytes: look further
+            for candidate in (codec, *WIDER.get(codec, ())):
+                try:
+                    return body.decode(candidate), candidate
+                except UnicodeDecodeError:
+                    continue  # the label is wrong for these bytes: look further
     codec = detect(body)
     if weak and codec != "utf-8":
         codec = weak

@@ -74,3 +74,10 @@ def test_sample_site_shift_jis_and_euc_jp_pages(fast_settings) -> None:
             assert title.startswith("Q") and "\ufffd" not in title + "".join(lines)
             assert any("。" in line for line in lines)
     assert {"cp932", "euc_jp"} <= seen
+
+
+def test_euc_jp_with_nec_specials_is_read_with_a_wider_codec() -> None:
+    body = "検査値は①と②です。".encode("euc_jis_2004")  # what servers labelled EUC-JP often send
+    for content_type in ("text/html; charset=EUC-JP", "text/html"):
+        text, codec = charset.decode_html(body, content_type)
+        assert text == "検査値は①と②です。", (content_type, codec)
