@@ -150,7 +150,10 @@ class Fetcher:
             result, location = self._request(url, current, headers, want_html)
             if location is None:
                 return result
-            current = urls.normalize_url(urljoin(current, location))
+            try:
+                current = urls.normalize_url(urljoin(current, location))
+            except ValueError:
+                return FetchResult(url, FAILED, final_url=current, reason=f"malformed redirect to {location!r}")
             headers = {}  # validators belong to the first URL only
         return FetchResult(url, FAILED, final_url=current,
                            reason=f"more than {self.settings.max_redirects} redirects")

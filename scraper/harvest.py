@@ -65,8 +65,13 @@ def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
     records: list[LinkRecord] = []
     first_seen: dict[str, str] = {}
     for href, text in _harvest(soup):
-        url = urls.normalize_url(href, base)
-        key = urls.page_key(url)
+        try:
+            url = urls.normalize_url(href, base)
+            key = urls.page_key(url)
+        except ValueError:  # e.g. "http://[broken": kept in the workbook, never fetched
+            records.append(LinkRecord(url=href, href=href, link_text=text, category=urls.SCHEME,
+                                      reason="malformed URL", include=False, auto_category=urls.SCHEME))
+            continue
         if key in first_seen:
             verdict = urls.Verdict(urls.DUPLICATE, f"duplicate of {first_seen[key]!r} (same page: {key})")
         else:

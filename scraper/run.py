@@ -60,13 +60,18 @@ class _Rebase:
 def check_toc_url(toc_url: str) -> str:
     """The normalised TOC URL, or InvalidURLError when it cannot be a web page."""
     raw = (toc_url or "").strip()
-    parts = urlsplit(raw)
-    if parts.scheme.lower() not in urls.DEFAULT_PORTS or not parts.hostname:
+    try:
+        parts = urlsplit(raw)
+        valid = parts.scheme.lower() in urls.DEFAULT_PORTS and bool(parts.hostname)
+        normal = urls.normalize_url(raw) if valid else ""
+    except ValueError:
+        valid = False
+    if not valid:
         raise InvalidURLError(
             f"not an http(s) URL: {toc_url!r}; give the full address of the table-of-contents "
             "page, e.g. https://example.org/guide/index.html"
         )
-    return urls.normalize_url(raw)
+    return normal
 
 
 def scrape(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None) -> RunSummary:

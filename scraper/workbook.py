@@ -104,7 +104,10 @@ def read_edits(path: Path) -> dict[str, Edit]:
             auto = _parse_category(cell("auto_category"), number, path)
             if urls.DUPLICATE in (auto, category):
                 continue  # the first spelling's row carries the decision
-            url = urls.normalize_url(str(raw_url).strip())
+            try:
+                url = urls.normalize_url(str(raw_url).strip())
+            except ValueError as exc:
+                raise WorkbookError(f"{path} row {number}: {raw_url!r} is not a URL ({exc})") from exc
             if urls.page_key(url) in edits:
                 continue
             edits[urls.page_key(url)] = Edit(url=url, include=_parse_include(cell("include"), number), category=category,

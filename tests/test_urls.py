@@ -87,6 +87,12 @@ def test_harvest_keeps_one_entry_per_page_and_marks_the_rest_duplicate() -> None
     assert [r.include for r in records] == [True, False, True, False, False]
 
 
+def test_a_malformed_href_is_recorded_not_fatal() -> None:
+    records = classify_links(toc_html([("http://[broken/q.html", "broken"), ("q1.html", "Q1")]), TOC)
+    assert [(r.category, r.reason) for r in records][0] == (urls.SCHEME, "malformed URL")
+    assert records[1].include
+
+
 def test_base_href_is_honoured() -> None:
     html = html_page("目次", '<base href="/other/"><main><a href="q1.html">Q1</a></main>')
     (record,) = classify_links(html, TOC)
