@@ -69,14 +69,23 @@ class Settings:
     # ours: a line at most this long, not ending like a sentence, is taken as a heading.
     heading_max_chars: int = 40
     # ours: BM25 parameters of the saturated term weights stored in the index.
-    bm25_k1: float = 1.2
+    bm25_k1: float = 0.5  # low: close to "is the term there", which separates out-of-scope best
     bm25_b: float = 0.75
     # ours: share of the character-bigram channel in a score (the rest: MeCab terms).
     bigram_weight: float = 0.3
-    # ours: share of the whole page's score in a passage's score.
-    page_weight: float = 0.3
+    # ours: share of the whole page's score in a passage's score (0 measured best on JSQuAD:
+    # a long page covers an out-of-scope question's words too easily).
+    page_weight: float = 0.0
     # ours: weight of verb/adjective lemmas relative to nouns in a query.
     verb_weight: float = 0.5
+    # ours: weight of a query term found nowhere in the corpus, relative to its idf; it
+    # lowers the score of questions about what the guideline never mentions.
+    unknown_term_weight: float = 1.0
+    # analyzer: also emit the words inside a compound (胸腺腫 -> 胸, 腺腫) as terms.
+    compound_parts: bool = True
+    # ours: a score is (share of the question's idf mass found, BM25-saturated) ** this, so
+    # that the threshold 0.2 falls where about 0.45 of it is found (measured on JSQuAD).
+    score_power: float = 2.0
     # Worker processes analysing large corpora when building the index (0 or 1: in-process).
     index_workers: int = 2
 
@@ -86,6 +95,10 @@ class Settings:
     max_question_chars: int = 500
     refusal_message: str = DEFAULT_REFUSAL
     escalation_text: str = DEFAULT_ESCALATION
+    # Not covered unless one reference line (read with its page title) holds at least this
+    # share of the question's idf mass (chatbot.extract.line_coverage); 0 turns it off.
+    # Applies to the `ours` pipeline in every mode (no model is asked when it refuses).
+    min_line_coverage: float = 0.45
     # Shown with the answer when a question over max_question_chars was cut ({limit}, {chars}).
     question_capped_message: str = (
         "ご質問が長いため、最初の{limit}文字までを使って回答しています（元の長さ {chars} 文字）。"
