@@ -71,7 +71,7 @@ class IndexInfo:
 
 def make_analyzer(settings: Settings) -> Analyzer:
     """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv)."""
-    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)))
+    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)), parts=settings.compound_parts)
 
 
 def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:

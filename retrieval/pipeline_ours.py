@@ -44,6 +44,7 @@ class OursRetriever(Retriever):
         self.data = data
         self.analyzer = analyzer
         self._unseen = unseen_idf(data.n_pages)
+        self._unseen_query = self._unseen * settings.unknown_term_weight
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -100,10 +101,10 @@ class OursRetriever(Retriever):
         d, s = self.data, self.settings
         weights, bigrams, query_terms = self._query(question, keywords)
         t_pass, t_page, unknown = self._channel(
-            weights, d.term_vocab, d.term_idf, self._unseen, d.passages_terms, d.pages_terms
+            weights, d.term_vocab, d.term_idf, self._unseen_query, d.passages_terms, d.pages_terms
         )
         b_pass, b_page, _ = self._channel(
-            dict.fromkeys(bigrams, 1.0), d.bigram_vocab, d.bigram_idf, self._unseen,
+            dict.fromkeys(bigrams, 1.0), d.bigram_vocab, d.bigram_idf, self._unseen_query,
             d.passages_bigrams, d.pages_bigrams,
         )
         wb = s.bigram_weight
@@ -116,8 +117,18 @@ class OursRetriever(Retriever):
             passage += wb * b_pass
             page += wb * b_page
         pw = s.page_weight
-        combined = (1.0 - pw) * passage + pw * page[d.passage_page]
+        combined = passage if pw == 0 else (1.0 - pw) * passage + pw * page[d.passage_page]
+        if s.score_power != 1.0:
+            combined = np.power(combined, s.score_power, dtype=np.float32)
+            page = np.power(page, s.score_power, dtype=np.float32)
         return combined, page, query_terms, unknown
+
+    def best_page(self, question: str, keywords: Sequence[str] = ()) -> str | None:
+        """URL of the page of the best passage, whatever its score (for evaluation)."""
+        scores, _, terms, _ = self.scores(question, list(keywords))
+        if not terms or not len(scores) or scores.max() <= 0:
+            return None
+        return self.pages[int(self.data.passage_page[int(scores.argmax())])].url
 
     # -- search ---------------------------------------------------------------------
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:

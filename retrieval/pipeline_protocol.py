@@ -95,6 +95,12 @@ class ProtocolRetriever(Retriever):
         ranked = sorted(range(len(nouns)), key=lambda i: (-self.idf(nouns[i]), i))
         return [nouns[i] for i in ranked[:k]]
 
+    def best_page(self, question: str, keywords: Sequence[str] = ()) -> str | None:
+        """URL of the best-scoring page, whatever its score (for evaluation)."""
+        keywords = list(keywords) or self.offline_keywords(question)
+        scores = protocol_scores(self.docs, " ".join(keywords))
+        return self.pages[int(scores.argmax())].url if len(scores) and scores.max() > 0 else None
+
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
         question = question or ""
         keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)

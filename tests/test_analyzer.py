@@ -1,0 +1,117 @@
+"""The Japanese analyzer: the traps the published protocol falls into, one by one."""
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+
+import pytest
+
+from guiderag.errors import InputError
+from retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns
+from retrieval.keywords import parse_keywords
+from retrieval.synonyms import load_synonyms, parse_synonyms
+
+
+def test_one_character_nouns_are_terms():
+    terms = analyze("肺に影があり、癌と言われました。薬を飲むと胸が痛みます。")
+    for noun in ("肺", "癌", "薬", "胸"):
+        assert noun in terms
+
+
+def test_alphanumeric_terms_stay_whole_and_lower_cased():
+    terms = analyze("EGFR遺伝子変異、PD-L1の発現、5-FU を 80mg 投与")
+    for term in ("egfr", "pd-l1", "5-fu", "80mg"):
+        assert term in terms
+    assert "pd" not in terms and "fu" not in terms
+
+
+def test_full_width_text_is_normalised():
+    assert analyze("ＥＧＦＲとＰＤ－Ｌ１、０．５ｍｇ") == analyze("EGFRとPD-L1、0.5mg")
+    assert "egfr" in analyze("ＥＧＦＲ")
+
+
+def test_compounds_are_rejoined_with_their_affixes():
+    terms = analyze("副作用が出た。遺伝子を調べた。胸腺腫の手術。")
+    for compound in ("副作用", "遺伝子", "胸腺腫"):
+        assert compound in terms
+    # and the parts come along, so a question using only a part still matches
+    assert "作用" in terms and "腺腫" in terms
+
+
+def test_compounds_without_parts_when_asked():
+    terms = Analyzer(parts=False)("胸腺腫の手術")
+    assert "胸腺腫" in terms and "腺腫" not in terms
+
+
+def test_spelling_variants_share_a_term():
+    assert "肺癌" in analyze("肺がん") and "肺癌" in analyze("肺癌")
+    assert set(analyze("がんの治療")) & set(analyze("癌の治療")) >= {"癌", "治療"}
+
+
+def test_proper_nouns_keep_their_surface():
+    assert "東京" in analyze("東京の病院")  # the UniDic lemma would be トウキョウ
+
+
+def test_question_words_are_not_terms():
+    terms = analyze("何年に何が起きましたか？")
+    assert not any("何" in t for t in terms)
+    assert analyze("？") == []
+    assert analyze("") == []
+
+
+def test_verb_and_adjective_lemmas():
+    terms = analyze("薬を飲んだら眠くなった")
+    assert "飲む" in terms and "眠い" in terms
+    assert "飲む" not in Analyzer(verbs=False)("薬を飲んだら眠くなった")
+
+
+def test_character_bigrams_of_content_spans():
+    analysis = Analyzer().analysis("胸腺腫の治療")
+    grams = char_bigrams(analysis.spans)
+    assert {"胸腺", "腺腫", "治療"} <= set(grams)
+    assert char_bigrams(["肺"]) == ["肺"]
+
+
+def test_analyze_is_picklable_and_works_in_worker_processes():
+    assert pickle.loads(pickle.dumps(analyze)) is analyze
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.map(analyze, ["副作用の薬"]) == [analyze("副作用の薬")]
+
+
+def test_synonyms_map_every_member_to_the_canonical_term(tmp_path):
+    path = tmp_path / "synonyms.tsv"
+    path.write_text(
+        "# patient word <-> guideline word\n薬物療法\t抗がん剤\t抗癌剤\nオシメルチニブ\tタグリッソ\n",
+        encoding="utf-8",
+    )
+    analyzer = Analyzer(synonyms=load_synonyms(path))
+    assert "薬物療法" in analyzer("抗がん剤はつらいですか")
+    assert "薬物療法" in analyzer("薬物療法の副作用")
+    assert "薬物療法" in analyzer("抗がん剤治療を受ける")  # inside a longer compound
+    assert "オシメルチニブ" in analyzer("タグリッソを飲んでいます")
+    assert "薬物療法" not in analyze("抗がん剤はつらいですか")  # the default analyzer has none
+    restored = pickle.loads(pickle.dumps(analyzer))
+    assert restored("タグリッソ") == analyzer("タグリッソ")
+    assert analyzer.fingerprint() != Analyzer().fingerprint()
+
+
+def test_bad_synonym_line_is_a_clear_input_error(tmp_path):
+    with pytest.raises(InputError, match="line 2"):
+        parse_synonyms("薬物療法\t抗がん剤\n一語だけ\n", "x.tsv")
+    with pytest.raises(InputError, match="does not exist"):
+        load_synonyms(tmp_path / "missing.tsv")
+
+
+def test_protocol_text_processing_is_literal():
+    # the protocol's filter deletes EGFR and 80mg, and keeps UniDic's short units
+    assert protocol_clean("<p>EGFR遺伝子の検査</p> 80mg") == "遺伝子の検査 "
+    assert protocol_nouns("<p>EGFR遺伝子の検査</p> 肺癌の薬") == "遺伝 検査 肺癌 薬"
+
+
+def test_parse_keywords_from_model_replies():
+    assert parse_keywords("1. 胸腺腫\n2. 治療法") == ["胸腺腫", "治療法"]
+    assert parse_keywords("キーワード：胸腺腫、治療法") == ["胸腺腫", "治療法"]
+    assert parse_keywords("「肺がん」, 「手術」, 「費用」", 3) == ["肺がん", "手術", "費用"]
+    assert parse_keywords("- 副作用\n- 副作用\n- 吐き気") == ["副作用", "吐き気"]
+    assert parse_keywords("") == []

@@ -1,0 +1,158 @@
+"""The index on disk: .npz + JSON, versioned folders, atomic swap, damage detection, rebuild."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import retrieval
+from guiderag.errors import IndexCorruptError
+from guiderag.cli import main
+from retrieval.index import load_data, save_data
+from retrieval_corpus import BASE, LUNG, PAGES, settings_for, write_pages
+
+
+@pytest.fixture
+def settings(tmp_path):
+    write_pages(tmp_path / "g.db")
+    return settings_for(tmp_path / "g.db")
+
+
+def _current(settings):
+    return settings.index_dir / (settings.index_dir / "CURRENT").read_text(encoding="utf-8").strip()
+
+
+def test_build_writes_npz_and_json_only(settings):
+    info = retrieval.build_index(settings)
+    assert info.pages == 4 and info.passages >= 4 and info.terms > 0
+    folder = _current(settings)
+    assert folder == info.path
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted(
+        ["manifest.json", "vocab.json", "arrays.npz", "passages_terms.npz", "passages_bigrams.npz",
+         "pages_terms.npz", "pages_bigrams.npz"]
+    )
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["corpus_version"] == info.corpus_version
+    assert [p[0] for p in manifest["pages"]] == sorted(BASE + n for n in PAGES)
+    # readable without pickle
+    with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
+        assert arrays["passage_page"].shape == (info.passages,)
+    assert sp.load_npz(folder / "passages_terms.npz").shape[0] == info.passages
+
+
+def test_load_reuses_a_valid_index(settings, capsys):
+    retrieval.build_index(settings)
+    folder = _current(settings)
+    retriever = retrieval.load_retriever(settings)
+    assert retriever.data.path == folder
+    assert "rebuilding" not in capsys.readouterr().err
+    assert _current(settings) == folder
+
+
+def test_missing_index_is_built_on_load(settings, capsys):
+    retriever = retrieval.load_retriever(settings)
+    assert "rebuilding" in capsys.readouterr().err
+    assert (settings.index_dir / "CURRENT").exists()
+    assert retriever.search("胸腺腫の手術").governed
+
+
+def test_rescrape_rebuilds_automatically(settings, capsys):
+    retrieval.build_index(settings)
+    old = _current(settings)
+    changed = dict(PAGES)
+    changed["q1.html"] = LUNG + ("肺がんの検診では、胸部エックス線検査と喀痰細胞診を行います。",)
+    write_pages(settings.db, changed)
+    retriever = retrieval.load_retriever(settings)
+    assert "was built from corpus" in capsys.readouterr().err
+    assert _current(settings) != old
+    result = retriever.search("喀痰細胞診とは何ですか")
+    assert result.governed and result.candidates[0].url == BASE + "q1.html"
+    # the newest previous version is kept for readers still loading it, older ones go
+    retrieval.build_index(settings)
+    retrieval.build_index(settings)
+    assert len(list(settings.index_dir.glob("v-*"))) == 2
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda f: (f / "passages_terms.npz").write_bytes(b"not a zip file"), "checksum"),
+        (lambda f: (f / "vocab.json").unlink(), "missing vocab.json"),
+        (lambda f: (f / "manifest.json").write_text("{", encoding="utf-8"), "cannot be read"),
+    ],
+)
+def test_damaged_index_gives_a_clear_message_and_is_rebuilt(settings, capsys, damage, message):
+    retrieval.build_index(settings)
+    damage(_current(settings))
+    with pytest.raises(IndexCorruptError, match=message) as info:
+        load_data(settings.index_dir)
+    assert "guiderag index" in str(info.value)
+    retriever = retrieval.load_retriever(settings)
+    err = capsys.readouterr().err
+    assert message in err and "rebuilding" in err
+    assert retriever.search("胸腺腫の手術").governed
+    load_data(settings.index_dir)  # the rebuilt one is sound
+
+
+def test_current_pointer_problems(settings):
+    with pytest.raises(IndexCorruptError, match="does not exist yet"):
+        load_data(settings.index_dir)
+    retrieval.build_index(settings)
+    (settings.index_dir / "CURRENT").write_text("../../etc\n", encoding="utf-8")
+    with pytest.raises(IndexCorruptError, match="not an index version"):
+        load_data(settings.index_dir)
+
+
+def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch):
+    retrieval.build_index(settings)
+    before = _current(settings)
+    calls = {"n": 0}
+    real = sp.save_npz
+
+    def failing(path, matrix, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError("disk full")
+        return real(path, matrix, **kw)
+
+    monkeypatch.setattr(sp, "save_npz", failing)
+    with pytest.raises(OSError, match="disk full"):
+        retrieval.build_index(settings)
+    monkeypatch.undo()
+    assert _current(settings) == before
+    assert not list(settings.index_dir.glob("tmp-*"))  # the half-built folder is gone
+    load_data(settings.index_dir)
+
+
+def test_other_analyzer_settings_force_a_rebuild(settings, capsys):
+    retrieval.build_index(settings)
+    retrieval.load_retriever(settings.replace(passage_chars=120))
+    assert "other analyzer or passage settings" in capsys.readouterr().err
+
+
+def test_save_and_load_round_trip(settings):
+    retrieval.build_index(settings)
+    data = load_data(settings.index_dir)
+    folder = save_data(data, settings.index_dir)
+    again = load_data(settings.index_dir)
+    assert again.path == folder
+    assert again.term_vocab == data.term_vocab
+    assert (again.passages_terms != data.passages_terms).nnz == 0
+    assert np.array_equal(again.term_idf, data.term_idf)
+
+
+def test_index_command(settings, monkeypatch, capsys):
+    monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.synonyms))
+    assert main(["index", "--db", str(settings.db), "--no-progress"]) == 0
+    assert "indexed 4 pages" in capsys.readouterr().err
+    assert (settings.index_dir / "CURRENT").exists()
+
+
+def test_index_command_on_an_empty_store_exits_2(tmp_path, capsys):
+    db = tmp_path / "empty.db"
+    write_pages(db, {})
+    assert main(["index", "--db", str(db), "--no-progress"]) == 2
+    assert "scrape" in capsys.readouterr().err
