@@ -190,6 +190,25 @@ def last_message(driver):
     return answers(driver)[-1]
 
 
+def screenshot(driver, name: str) -> None:
+    """Scroll the latest reply to the top of the view, then save what a person sees."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+
+    reply = last_message(driver)
+    # A wheel scroll, as a person would: Streamlit keeps a chat pinned to its bottom
+    # against programmatic scrolling.
+    for _ in range(5):
+        top = driver.execute_script("return arguments[0].getBoundingClientRect().top;", reply)
+        if abs(top - 70) < 20:
+            break
+        size = driver.get_window_size()
+        middle = ScrollOrigin.from_viewport(size["width"] // 2, size["height"] // 3)
+        ActionChains(driver).scroll_from_origin(middle, 0, int(top - 70)).perform()
+        time.sleep(0.3)
+    driver.save_screenshot(str(ARTIFACTS / name))
+
+
 def no_horizontal_scroll(driver) -> bool:
     return bool(driver.execute_script(
         "var els = document.querySelectorAll('.grag-block');"
@@ -226,7 +245,7 @@ def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
                 assert line.text.strip() in stored_lines, line.text  # the guideline's own words
     assert any("胸腺" in q.text for q in quotes)
     assert "取得日" in reply.text and "版：" in reply.text
-    browser.save_screenshot(str(ARTIFACTS / "desktop-answer.png"))
+    screenshot(browser, "desktop-answer.png")
 
     # Out of scope: the refusal and where to ask instead, no quote, no link.
     send(browser, OUT_OF_SCOPE)
@@ -234,7 +253,7 @@ def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
     box = reply.find_element(By.CSS_SELECTOR, ".grag-notcovered")
     assert DEFAULT_REFUSAL in box.text and DEFAULT_ESCALATION in box.text
     assert not reply.find_elements(By.CSS_SELECTOR, ".grag-quote, a")
-    browser.save_screenshot(str(ARTIFACTS / "desktop-refusal.png"))
+    screenshot(browser, "desktop-refusal.png")
 
     # Markup typed by the user is shown literally and runs nothing.
     send(browser, MARKUP_QUESTION)
@@ -245,14 +264,14 @@ def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
     assert browser.execute_script("return window.__xss === undefined")
 
     # Phone width: the same answers wrap, nothing scrolls sideways.
-    open_chat(browser, server, 390, 1800)
+    open_chat(browser, server, 390, 844)
     send(browser, IN_SCOPE)
     assert last_message(browser).find_elements(By.CSS_SELECTOR, ".grag-quote")
     assert no_horizontal_scroll(browser)
-    browser.save_screenshot(str(ARTIFACTS / "phone-answer.png"))
+    screenshot(browser, "phone-answer.png")
     send(browser, OUT_OF_SCOPE)
     assert no_horizontal_scroll(browser)
-    browser.save_screenshot(str(ARTIFACTS / "phone-refusal.png"))
+    screenshot(browser, "phone-refusal.png")
 
     # Latency, extract mode, on a fresh page: Enter -> answer on screen, in the page's clock.
     open_chat(browser, server, 1280, 1400)
