@@ -66,11 +66,12 @@ class Robots:
     """robots.txt of one site, read once."""
 
     def __init__(self, parser: urllib.robotparser.RobotFileParser | None, user_agent: str, note: str,
-                 *, disallow_all: bool = False) -> None:
+                 *, disallow_all: bool = False, unreachable: bool = False) -> None:
         self.parser = parser
         self.user_agent = user_agent
         self.note = note
         self.disallow_all = disallow_all
+        self.unreachable = unreachable  # the site did not answer at all
 
     def allowed(self, url: str) -> bool:
         if self.disallow_all:
@@ -128,8 +129,9 @@ class Fetcher:
         elif result.status is not None and result.status >= 500:
             self.robots = Robots(None, ua, f"robots.txt answered HTTP {result.status}: nothing allowed "
                                  "until the server recovers (RFC 9309)", disallow_all=True)
+        elif result.status is None and result.server_trouble:
+            self.robots = Robots(None, ua, f"cannot reach {self.site}: {result.reason}", unreachable=True)
         else:
-            # 404 and friends, or unreachable (the TOC fetch will then report the outage).
             why = f"HTTP {result.status}" if result.status else result.reason
             self.robots = Robots(None, ua, f"no robots.txt at {url} ({why}): all allowed")
         return self.robots
@@ -143,8 +145,8 @@ class Fetcher:
         current = url
         for _hop in range(self.settings.max_redirects + 1):
             if not urls.is_same_site(current, self.site):
-                return FetchResult(url, FAILED, final_url=current,
-                                   reason=f"redirected off-site to {current} (not followed)")
+                what = f"redirected off-site to {current}" if _hop else f"off-site URL {current}"
+                return FetchResult(url, FAILED, final_url=current, reason=f"{what} (not followed)")
             if check_robots and not self.robots.allowed(current):
                 return FetchResult(url, FAILED, final_url=current, reason=f"disallowed by robots.txt: {current}")
             result, location = self._request(url, current, headers, want_html)
@@ -159,11 +161,11 @@ class Fetcher:
                            reason=f"more than {self.settings.max_redirects} redirects")
 
     def _pause(self) -> None:
+        """Wait until `delay` has passed since the previous response ended."""
         delay = max(self.settings.delay_s, self.robots.crawl_delay())
         wait = self._last_request + delay - time.monotonic()
         if self._last_request and wait > 0:
             time.sleep(wait)
-        self._last_request = time.monotonic()
 
     def _request(self, url: str, current: str, headers: dict[str, str], want_html: bool) -> tuple[FetchResult, str | None]:
         """One GET with retries: (result, redirect location or None)."""
@@ -187,6 +189,8 @@ class Fetcher:
                 continue
             except requests.RequestException as exc:
                 return FetchResult(url, FAILED, final_url=current, reason=f"request failed ({_short(exc)})"), None
+            finally:
+                self._last_request = time.monotonic()
             with resp:
                 status = resp.status_code
                 if status >= 500 or status in RETRY_STATUSES:
@@ -198,6 +202,8 @@ class Fetcher:
                         requests.exceptions.ChunkedEncodingError) as exc:
                     last_reason, last_status = f"connection lost while reading ({_short(exc)})", None
                     continue
+                finally:
+                    self._last_request = time.monotonic()  # the response has ended
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
         return FetchResult(url, FAILED, final_url=current, status=last_status,
                            reason=f"{last_reason} {tries}",

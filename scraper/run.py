@@ -95,6 +95,9 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
 
     with fetch.Fetcher(settings, toc) as fetcher:
         robots = fetcher.load_robots()
+        if robots.unreachable:
+            raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {robots.note}. Check the "
+                                  "URL and that the site is up; nothing was changed")
         notes.append(robots.note)
         toc_page = _fetch_toc(fetcher, toc)
         toc = urls.normalize_url(toc_page.final_url or toc)

@@ -160,7 +160,7 @@ def test_conditional_get_answers_304(fast_settings) -> None:
 def test_delay_between_requests_is_applied(fast_settings) -> None:
     import time
 
-    settings = fast_settings.replace(delay_s=0.2)
+    settings = fast_settings.replace(delay_s=0.3)
     site = Site()
     site.page("/q.html", PAGE)
     with site.serve() as base, fetch.Fetcher(settings, base) as fetcher:
@@ -168,4 +168,4 @@ def test_delay_between_requests_is_applied(fast_settings) -> None:
         start = time.monotonic()
         fetcher.fetch(base + "/q.html")
         waited = time.monotonic() - start
-    assert waited >= 0.19  # a lower bound only: politeness, not speed
+    assert waited >= 0.25  # a lower bound only (politeness, not speed), with slack for a busy machine
