@@ -205,3 +205,26 @@ def test_a_link_that_turns_out_not_html_is_not_content(fast_settings) -> None:
     q2 = next(r for r in report.links if r.url == base + "/guide/q2.html")
     assert (q2.category, q2.include) == (urls.NOT_HTML, False) and "application/pdf" in q2.reason
     assert report.summary.added == [base + "/guide/q1.html"] and not report.summary.failed
+
+
+def test_a_store_write_failing_half_way_leaves_the_corpus_as_it_was(fast_settings) -> None:
+    from guiderag.errors import StoreError
+
+    site = _site()
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        before = _corpus(fast_settings)
+        for i in (1, 2, 3):
+            site.page(f"/guide/q{i}.html", _page(f"Q{i}", "改訂版の答えです。"))
+        with Store(fast_settings.db) as store, store.conn:
+            # The second new version cannot be written, as when the disk fills mid-transaction.
+            store.conn.execute(
+                "CREATE TRIGGER full_disk BEFORE INSERT ON page_versions "
+                "WHEN (SELECT COUNT(*) FROM page_versions) >= 5 "
+                "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        with pytest.raises(StoreError, match="previous corpus is unchanged"):
+            scrape(fast_settings, toc)
+    assert _corpus(fast_settings) == before
+    assert _runs(fast_settings)[0]["status"] == "failed"
+    assert not list(fast_settings.db.parent.glob("*.xlsx.*.tmp"))  # no half-written workbook left
