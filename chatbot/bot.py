@@ -14,6 +14,7 @@ it. No partial or unverified model text is ever returned.
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, Sequence
 
@@ -25,7 +26,7 @@ from store import Store
 from . import generate as gen
 from .answer import GOVERNED, NOT_GOVERNED, Answer
 from .audit import AuditLog
-from .extract import extract
+from .extract import extract, line_coverage
 from .lines import LINES_SYSTEM_PROMPT, lines_user_message, number_reference, parse_line_numbers, picks_for
 from .llm import LLMClient
 from .question import clean_question
@@ -34,6 +35,8 @@ from .shown import Pick, layout, render
 MODES = ("extract", "lines", "generate")
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
+# Analyses of reference lines kept per Chatbot (the same lines recur across questions).
+ANALYSIS_CACHE = 8192
 
 
 class Chatbot:
@@ -55,6 +58,7 @@ class Chatbot:
         self._own_store = store is None
         self.store = store or Store(settings.db, create=False)
         self.audit = AuditLog(self.store.conn)
+        self._analyzer: Callable[[str], list[str]] | None = None
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
@@ -76,12 +80,16 @@ class Chatbot:
         return self._retriever
 
     def _analyze(self) -> Callable[[str], list[str]]:
-        fn = getattr(self.retriever, "analyze", None)
-        if callable(fn):
-            return fn
-        from retrieval.analyzer import analyze
+        if self._analyzer is None:
+            fn = getattr(self.retriever, "analyze", None)
+            if not callable(fn):
+                from retrieval.analyzer import analyze as fn
+            self._analyzer = functools.lru_cache(maxsize=ANALYSIS_CACHE)(fn)
+        return self._analyzer
 
-        return analyze
+    def _idf(self) -> Callable[[str], float] | None:
+        idf = getattr(self.retriever, "idf", None)
+        return idf if callable(idf) else None
 
     # -- asking -------------------------------------------------------------------
     def ask(self, question: str, mode: str | None = None) -> Answer:
@@ -124,12 +132,31 @@ class Chatbot:
         state["result"] = result
         state["keywords"] = list(result.keywords)
         if not result.governed:
-            return self._refusal(question, mode, result)
+            return self._refusal(question, mode, result, self._retrieval_json(result))
+        coverage = self._evidence(question, result)
+        rjson = self._retrieval_json(result, coverage)
+        if coverage is not None and coverage < self.settings.min_line_coverage:
+            return self._refusal(question, mode, result, rjson)
         if mode == "extract":
-            return self._extract(question, result)
+            return self._extract(question, result, rjson)
         if mode == "lines":
-            return self._lines(question, result)
-        return self._generate(question, result)
+            return self._lines(question, result, rjson)
+        return self._generate(question, result, rjson)
+
+    def _evidence(self, question: str, result: RetrievalResult) -> float | None:
+        """The evidence gate's measure (settings.min_line_coverage): how much of the question
+        the best reference line speaks to. None when the gate is off, or for the protocol
+        pipeline, which stays as published."""
+        if self.settings.min_line_coverage <= 0 or result.pipeline == "protocol":
+            return None
+        return line_coverage(question, result.passages, self._analyze(), self._idf(), result.keywords)
+
+    def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
+        data = result.to_json()
+        if coverage is not None:
+            data["line_coverage"] = round(coverage, 4)
+            data["min_line_coverage"] = self.settings.min_line_coverage
+        return data
 
     def _keywords(self, question: str, state: dict[str, Any]) -> list[str] | None:
         """Model keywords when a keywords model is configured; None means offline."""
@@ -147,20 +174,21 @@ class Chatbot:
         return keywords or None  # nothing usable: offline keywords
 
     # -- modes ----------------------------------------------------------------------
-    def _extract(self, question: str, result: RetrievalResult, *, error: str | None = None) -> Answer:
-        idf = getattr(self.retriever, "idf", None)
+    def _extract(
+        self, question: str, result: RetrievalResult, rjson: dict[str, Any], *, error: str | None = None
+    ) -> Answer:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self._analyze(), idf if callable(idf) else None,
+            self._analyze(), self._idf(),
         )
         if not text:
-            return self._refusal(question, "extract", result, error=error)
+            return self._refusal(question, "extract", result, rjson, error=error)
         return Answer(
             question=question, keywords=list(result.keywords), mode="extract", coverage=GOVERNED,
-            answer=text, passages=shown, retrieval=result.to_json(), error=error,
+            answer=text, passages=shown, retrieval=rjson, error=error,
         )
 
-    def _lines(self, question: str, result: RetrievalResult) -> Answer:
+    def _lines(self, question: str, result: RetrievalResult, rjson: dict[str, Any]) -> Answer:
         reference = number_reference(result.passages)
         model = self.llm.model_for("answer")
         reply = self.llm.complete(
@@ -170,13 +198,13 @@ class Chatbot:
         numbers = parse_line_numbers(reply, len(reference))
         text, shown = render(picks_for(reference, numbers), self.settings.answer_chars) if numbers else ("", [])
         if not text:
-            return self._refusal(question, "lines", result, model=model)
+            return self._refusal(question, "lines", result, rjson, model=model)
         return Answer(
             question=question, keywords=list(result.keywords), mode="lines", coverage=GOVERNED,
-            answer=text, passages=shown, retrieval=result.to_json(), model=model,
+            answer=text, passages=shown, retrieval=rjson, model=model,
         )
 
-    def _generate(self, question: str, result: RetrievalResult) -> Answer:
+    def _generate(self, question: str, result: RetrievalResult, rjson: dict[str, Any]) -> Answer:
         # The protocol pipeline keeps its literal reference; ours sends whole lines.
         reference = getattr(result, "literal_reference", None) or result.reference_text
         model = self.llm.model_for("answer")
@@ -185,18 +213,18 @@ class Chatbot:
             role="answer", temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
         )
         if gen.is_insufficient(reply):
-            return self._refusal(question, "generate", result, model=model)
+            return self._refusal(question, "generate", result, rjson, model=model)
         summary = reply.strip()
         _, shown = layout(Pick(p.page, n, float(p.score)) for p in result.passages for n in p.lines)
         return Answer(
             question=question, keywords=list(result.keywords), mode="generate", coverage=GOVERNED,
-            answer=summary, passages=shown, retrieval=result.to_json(), summary=summary,
+            answer=summary, passages=shown, retrieval=rjson, summary=summary,
             unsupported_sentences=gen.unsupported_sentences(summary, reference, self._analyze()),
             model=model,
         )
 
     def _refusal(
-        self, question: str, mode: str, result: RetrievalResult | None,
+        self, question: str, mode: str, result: RetrievalResult | None, rjson: dict[str, Any] | None = None,
         *, model: str | None = None, error: str | None = None,
     ) -> Answer:
         """Not covered: the fixed refusal, where to ask instead, nothing generated."""
@@ -207,7 +235,7 @@ class Chatbot:
             coverage=NOT_GOVERNED,
             answer=self.settings.refusal_message,
             passages=[],
-            retrieval=result.to_json() if result is not None else {},
+            retrieval=rjson if rjson is not None else (result.to_json() if result is not None else {}),
             escalation=self.settings.escalation_text,
             model=model,
             error=error,
@@ -223,7 +251,11 @@ class Chatbot:
             state["keywords"] = list(result.keywords)
         if not result.governed:
             return self._refusal(question, "extract", result, error=note)
-        return self._extract(question, result, error=note)
+        coverage = self._evidence(question, result)
+        rjson = self._retrieval_json(result, coverage)
+        if coverage is not None and coverage < self.settings.min_line_coverage:
+            return self._refusal(question, "extract", result, rjson, error=note)
+        return self._extract(question, result, rjson, error=note)
 
     def _record_error(
         self, question: str, exc: BaseException, mode: str | None, state: dict[str, Any], started: float
