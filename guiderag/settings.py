@@ -81,6 +81,9 @@ class Settings:
     # ours: weight of a query term found nowhere in the corpus, relative to its idf; it
     # lowers the score of questions about what the guideline never mentions.
     unknown_term_weight: float = 1.0
+    # ours: the same for a compound found nowhere when its words are (手術のあと息切れ ->
+    # 後息切れ is an accident of joining; its words 後 and 息切れ carry the meaning).
+    unknown_compound_weight: float = 0.5
     # analyzer: also emit the words inside a compound (胸腺腫 -> 胸, 腺腫) as terms.
     compound_parts: bool = True
     # ours: a score is (share of the question's idf mass found, BM25-saturated) ** this, so

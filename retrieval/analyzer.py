@@ -33,10 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
-ANALYZER_VERSION = "3"
+ANALYZER_VERSION = "5"
 
 # Token kinds.
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
+COMPOUND = "C"  # a term joined from several words (胸腺腫瘍, 遺伝子変異)
+ADVERBIAL = "Nadv"  # an adverb-like noun (あと, 毎日, 今): a term of its own, never glued
 
 # Question words and empty nouns: they break compounds and are never terms (何年 must not
 # become an unseen compound that makes every question look out of scope).
@@ -86,7 +88,7 @@ class Term:
 
     @property
     def is_noun(self) -> bool:
-        return self.kind in (NOUN, PROPER, ASCII, SYNONYM)
+        return self.kind in (NOUN, PROPER, ASCII, SYNONYM, COMPOUND)
 
 
 def _lemma(feature: list[str], surface: str) -> str:
@@ -119,7 +121,12 @@ def tokenize(text: str) -> list[Token]:
                     raw.append(Token(surface, surface, PROPER, space))
                 else:
                     form = _lemma(feature, surface)
-                    kind = OTHER if (form in STOP_NOUNS or surface in STOP_NOUNS) else NOUN
+                    if form in STOP_NOUNS or surface in STOP_NOUNS:
+                        kind = OTHER
+                    elif len(feature) > 2 and feature[2] == "副詞可能":
+                        kind = ADVERBIAL
+                    else:
+                        kind = NOUN
                     raw.append(Token(surface, form, kind, space))
             elif pos1 == "接頭辞":
                 raw.append(Token(surface, _lemma(feature, surface), PREFIX, space))
@@ -213,11 +220,13 @@ def analyze_tokens(
         word_terms: list[Term] = []
         for w in words:
             kinds = [t.kind for t in w]
-            kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
+            if len(w) == 1 and kinds[0] == SYNONYM:
+                kind = SYNONYM
+            else:
+                kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
             word_terms.append(Term("".join(t.form for t in w), "".join(t.surface for t in w), kind))
         if len(word_terms) > 1:
-            kinds = {w.kind for w in word_terms}
-            terms.append(Term("".join(w.text for w in word_terms), surface, PROPER if kinds == {PROPER} else NOUN))
+            terms.append(Term("".join(w.text for w in word_terms), surface, COMPOUND))
             if parts:
                 terms.extend(word_terms)
         else:
@@ -226,12 +235,12 @@ def analyze_tokens(
             # The bare nouns inside affixed words (作用 of 副作用).
             for w in words:
                 if len(w) > 1:
-                    terms.extend(Term(t.form, t.surface, t.kind) for t in w if t.kind in (NOUN, PROPER))
+                    terms.extend(Term(t.form, t.surface, t.kind) for t in w if t.kind in (NOUN, PROPER, SYNONYM))
         result.spans.append(surface)
 
     for tok in tokens:
         kind = tok.kind
-        if kind in (NOUN, PROPER, PREFIX, SUFFIX):
+        if kind in (NOUN, PROPER, PREFIX, SUFFIX, SYNONYM):
             if tok.space_before:
                 flush()
             run.append(tok)
@@ -240,8 +249,8 @@ def analyze_tokens(
             if kind == ASCII:
                 terms.append(Term(tok.form, tok.surface, ASCII))
                 result.spans.append(tok.form)
-            elif kind == SYNONYM:
-                terms.append(Term(tok.form, tok.surface, SYNONYM))
+            elif kind == ADVERBIAL:
+                terms.append(Term(tok.form, tok.surface, NOUN))
                 result.spans.append(tok.surface)
             elif kind == VERB and verbs:
                 terms.append(Term(tok.form, tok.surface, VERB))
