@@ -297,3 +297,34 @@ def test_markup_in_questions_and_pages_is_shown_literally(tmp_path: Path, clean_
     assert chat_app.escape_text("Q1 <b>治療</b> **法**") in joined
     assert 'href="https://guide.example.org/q1.html?a=1&amp;b=&lt;x&gt;"' in joined
     assert chat_app.escape_text(question) in "".join(user_html)
+
+
+# --- several browser sessions at once ------------------------------------------------------
+def test_concurrent_sessions_get_the_same_answers_as_one_at_a_time(store_copy: Path) -> None:
+    """Streamlit answers each session in its own thread; answers must not depend on that."""
+    import threading
+
+    settings = Settings.load()
+    status = store_status(settings)
+    questions = [IN_SCOPE, OUT_OF_SCOPE, "胸腺腫の手術について知りたい", "放射線治療の副作用は？",
+                 "抗がん剤治療はどのように行いますか", "再発したときの治療は？"]
+
+    def shown(turn: chat_app.Turn) -> tuple:
+        a = turn.answer
+        return (turn.error_kind, a.coverage, a.answer, tuple(a.keywords)) if a else (turn.error_kind,)
+
+    expected = {q: shown(chat_app.ask(q, "extract", settings, status)) for q in questions}
+    got: list[tuple[str, tuple]] = []
+
+    def session(offset: int) -> None:
+        for i in range(len(questions) * 6):
+            q = questions[(i + offset) % len(questions)]
+            got.append((q, shown(chat_app.ask(q, "extract", settings, status))))
+
+    threads = [threading.Thread(target=session, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 * len(questions) * 6
+    assert [q for q, s in got if s != expected[q]] == []
