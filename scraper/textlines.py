@@ -51,6 +51,7 @@ TOOLTIP_CLASS = re.compile(
     r"|^(?:sr-only|visually-?hidden|screen-reader-text|hidden|is-hidden|u-hidden|d-none|hide|invisible)$",
     re.IGNORECASE,
 )
+SHOWN_AT_BREAKPOINT = re.compile(r"^d-(?:sm|md|lg|xl|xxl)-(?!none$)[a-z-]+$")
 BREADCRUMB = re.compile(r"bread-?crumbs?|topic-?path|pankuzu|パンくず", re.IGNORECASE)
 # Class/id tokens of site chrome, used only when the page has no <main>/<article>.
 BOILERPLATE_CLASS = re.compile(
@@ -170,7 +171,8 @@ class _Extractor:
             return True
         classes = el.get("class") or []
         if any(TOOLTIP_CLASS.match(c) or c in self.hidden_classes for c in classes):
-            return True
+            # "d-none d-md-block": hidden on phones only, shown on a desktop: keep it.
+            return not any(SHOWN_AT_BREAKPOINT.match(c) for c in classes)
         return self.is_breadcrumb(el)
 
     @staticmethod

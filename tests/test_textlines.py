@@ -109,6 +109,11 @@ def test_classes_hidden_by_the_pages_own_style_sheet_are_dropped() -> None:
     assert extract(html)[1] == ["副作用に注意します。"]
 
 
+def test_responsive_utility_classes_hide_only_what_no_screen_shows() -> None:
+    html = html_page("T", '<main><p class="d-none">NEVER</p><p class="d-none d-md-block">広い画面の本文です。</p></main>')
+    assert extract(html)[1] == ["広い画面の本文です。"]
+
+
 def test_br_splits_lines_and_ruby_readings_are_dropped() -> None:
     html = html_page("T", "<main><p>一行目<br>二行目</p><p><ruby>肺<rt>はい</rt></ruby>の病気です。</p></main>")
     assert extract(html)[1] == ["一行目", "二行目", "肺の病気です。"]
