@@ -170,9 +170,10 @@ class _Extractor:
         if str(attrs.get("role", "")).lower() == "tooltip":
             return True
         classes = el.get("class") or []
-        if any(TOOLTIP_CLASS.match(c) or c in self.hidden_classes for c in classes):
-            # "d-none d-md-block": hidden on phones only, shown on a desktop: keep it.
-            return not any(SHOWN_AT_BREAKPOINT.match(c) for c in classes)
+        if any(TOOLTIP_CLASS.match(c) or c in self.hidden_classes for c in classes) and not any(
+            SHOWN_AT_BREAKPOINT.match(c) for c in classes  # "d-none d-md-block": shown on a desktop
+        ):
+            return True
         return self.is_breadcrumb(el)
 
     @staticmethod
