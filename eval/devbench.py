@@ -35,6 +35,7 @@ TABLE: list[tuple[str, str, str]] = [
     ("gold_in_answer", "gold in answer", "{:.3f}"),
     ("answer_chars_mean", "mean answer chars", "{:.0f}"),
     ("refusal_rate_out_of_scope", "out-of-scope refused", "{:.3f}"),
+    ("no_candidate_out_of_scope", "oos no candidate", "{:.3f}"),
     ("verbatim_rate", "verbatim", "{:.3f}"),
     ("latency_p50_ms", "p50 ms", "{:.1f}"),
 ]
@@ -96,6 +97,8 @@ class BenchReport:
             "right page first, answer in reference, gold in answer: in-scope questions; a refusal counts as a miss.",
             "answer in reference: a gold answer string inside the retrieval reference "
             "(at most reference_chars); gold in answer: inside the answer shown (at most answer_chars).",
+            "out-of-scope refused: held-back articles' questions answered with the refusal; "
+            "oos no candidate: those left with no candidate page at all.",
             "verbatim: answered questions whose every line is a stored line of a cited page.",
         ]
         if self.workdir:

@@ -58,23 +58,24 @@ class RunOutcome:
 
 
 class _PageLines:
-    """Stored lines (and titles) of cited page versions, cached, for the verbatim check."""
+    """The page store, and the stored lines (and titles) of cited page versions, cached,
+    for the verbatim check."""
 
     def __init__(self, db: Path) -> None:
         from store import Store
 
-        self._store = Store(db, create=False)
+        self.store = Store(db, create=False)
         self._cache: dict[tuple[str, int], tuple[str, ...]] = {}
 
     def lines(self, url: str, version: int | None) -> tuple[str, ...]:
         key = (url, int(version or 0))
         if key not in self._cache:
-            page = self._store.get_version(url, key[1]) if version else self._store.get_page(url)
+            page = self.store.get_version(url, key[1]) if version else self.store.get_page(url)
             self._cache[key] = (page.title,) + tuple(page.lines) if page else ()
         return self._cache[key]
 
     def close(self) -> None:
-        self._store.close()
+        self.store.close()
 
 
 def score(
@@ -195,7 +196,7 @@ def run_questions(
         )
     started = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
-    if llm is None and settings.model_configured:
+    if llm is None:
         from chatbot.llm import LLMClient
 
         llm = LLMClient(settings)
@@ -235,7 +236,8 @@ def run_questions(
     try:
         with Progress(len(questions), label, enabled=settings.progress) as bar:
             for q in questions:
-                bot = Chatbot(settings, retriever=recorder, llm=llm)  # a fresh session
+                # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
+                bot = Chatbot(settings, retriever=recorder, llm=llm, store=page_lines.store)
                 recorder.last = None
                 t0 = time.perf_counter()
                 try:

@@ -280,11 +280,17 @@ def _clean(text: str) -> str:
 
 def _append(ws: Any, values: Iterable[Any]) -> None:
     """Append a row; strings are stored as text (a leading '=' is never a formula)."""
-    row = [_clean(v) if isinstance(v, str) else v for v in values]
-    ws.append(row)
-    for cell, value in zip(ws[ws.max_row], row):
+    from openpyxl.cell.cell import Cell
+
+    row: list[Any] = []
+    for value in values:
         if isinstance(value, str):
+            cell = Cell(ws, value=_clean(value))
             cell.data_type = "s"
+            row.append(cell)
+        else:
+            row.append(value)
+    ws.append(row)
 
 
 def _json_cell(value: Any) -> str | None:
