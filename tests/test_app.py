@@ -328,3 +328,40 @@ def test_concurrent_sessions_get_the_same_answers_as_one_at_a_time(store_copy: P
         t.join()
     assert len(got) == 4 * len(questions) * 6
     assert [q for q, s in got if s != expected[q]] == []
+
+
+def test_model_failure_with_fallback_says_so_above_the_extract_answer(
+    store_copy: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    with OpenAIStub(default=Reply(status=500)) as stub:
+        for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
+                           "GUIDERAG_ANSWER_MODEL": "stub-model", "GUIDERAG_MODE": "lines",
+                           "GUIDERAG_MODEL_RETRIES": "0", "GUIDERAG_FALLBACK_TO_EXTRACT": "1"}.items():
+            clean_env.setenv(key, value)
+        at = ask(start_app(), IN_SCOPE)
+        assert stub.calls >= 1
+    [turn] = history(at)
+    assert turn.error_kind is None and turn.answer.governed and turn.answer.error
+    [shown] = blocks(at, "grag-governed")
+    warning = chat_app.escape_text(chat_app.TEXT["model_fallback"])
+    assert warning in shown and shown.index(warning) < shown.index("grag-quote")
+    assert not at.error
+
+
+def test_long_question_is_answered_with_a_note_that_it_was_cut(store_copy: Path) -> None:
+    limit = Settings.load().max_question_chars
+    question = IN_SCOPE + "詳しく知りたいです。" * (limit // 5)
+    at = ask(start_app(), question)
+    [turn] = history(at)
+    assert turn.answer is not None and turn.answer.notes
+    shown = "".join(blocks(at, "grag-answer"))
+    for note in turn.answer.notes:
+        assert chat_app.escape_text(note) in shown
+
+
+def test_bad_configuration_is_reported_not_crashed(store_copy: Path, clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("GUIDERAG_MODE", "poetry")
+    at = start_app()
+    assert [e.value for e in at.error] == [chat_app.TEXT["settings_error"]]
+    assert any("poetry" in html.unescape(m.value) for m in at.markdown)
+    assert not at.chat_input
