@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -113,9 +114,15 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
         links = workbook.apply_edits(links, edits, public=rebase.public, private=rebase.private, toc_url=toc)
         targets = [r for r in links if r.include and r.category != urls.DUPLICATE]
         if not targets:
+            # Nothing to store; the classification is still written out for review, since
+            # the way forward is to mark pages include=TRUE in it.
+            workbook.write(out_path, links, {}, public=rebase.public)
+            counts = Counter(r.category for r in links)
             raise InvalidURLError(
-                f"none of the {len(links)} links of {toc_url} is a guide page (see the reasons in the "
-                f"URL workbook, or mark pages include=TRUE with --urls-xlsx); nothing was changed"
+                f"none of the {len(links)} links of {toc_url} is a guide page "
+                f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); the store was not "
+                f"changed. Review the links in {out_path}, set include=TRUE for the guide's pages "
+                f"and scrape again with --urls-xlsx {out_path}"
             )
         store = Store(settings.db)
         try:

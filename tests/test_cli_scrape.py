@@ -103,9 +103,21 @@ def test_toc_that_is_an_empty_page(fast_env: Path, capsys) -> None:
 
 def test_toc_without_any_guide_page(fast_env: Path, capsys) -> None:
     site = Site()
-    site.page("/guide/index.html", toc_html([("/about.html", "About"), ("mailto:a@example.jp", "mail")]))
+    site.page("/guide/index.html", toc_html([("/about.html", "About"), ("/qa/q1.html", "Q1")]))
+    site.page("/qa/q1.html", html_page("Q1", "<main><h1>Q1</h1><p>答えです。</p></main>"))
+    book = fast_env.with_name("cli.urls.xlsx")
     with site.serve() as base:
         _bad_input(fast_env, capsys, ["scrape", base + "/guide/index.html", "--no-index"], "is a guide page")
+        # The classification was written for review: including the page by hand makes it content.
+        from openpyxl import load_workbook
+
+        wb = load_workbook(book)
+        for row in wb.active.iter_rows(min_row=2):
+            if row[0].value.endswith("/qa/q1.html"):
+                row[4].value = True
+        wb.save(book)
+        assert main(["scrape", base + "/guide/index.html", "--urls-xlsx", str(book), "--no-index"]) == 0
+    assert "added 1," in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("content", [b"not a workbook", b""])
