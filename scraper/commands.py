@@ -5,6 +5,7 @@ import argparse
 import importlib
 import json
 import sys
+from collections import Counter
 
 from guiderag.errors import GuiderageError, InputError
 from guiderag.settings import Settings
@@ -48,6 +49,8 @@ def _print_report(report: ScrapeReport) -> None:
     s = report.summary
     for note in report.notes:
         _say(note)
+    counts = Counter(r.category for r in report.links)
+    _say("links by category: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     for url, reason in sorted(s.failed.items()):
         _say(f"failed: {url}: {reason}")
     c = s.counts()
