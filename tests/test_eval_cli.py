@@ -56,29 +56,8 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys):
     assert main(["eval"]) == 2
 
 
-def _deps_missing() -> str:
-    try:
-        import chatbot
-        import retrieval
-        import scraper
-        from scraper.sample import serve_sample_site  # noqa: F401
-    except ImportError as exc:
-        return f"scraper/retrieval/chatbot not landed yet: {exc}"
-    for mod, name in ((scraper, "scrape"), (retrieval, "load_retriever"), (chatbot, "Chatbot")):
-        if not hasattr(mod, name):
-            return f"{mod.__name__}.{name} not landed yet"
-    from guiderag.settings import SAMPLE_SITE_DIR, SAMPLE_TOC_PATH
-
-    if not (SAMPLE_SITE_DIR / SAMPLE_TOC_PATH).exists():
-        return "the sample guideline (data/sample_site/) has not landed yet"
-    return ""
-
-
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory) -> Path:
-    reason = _deps_missing()
-    if reason:
-        pytest.skip(reason)
     db = tmp_path_factory.mktemp("sample") / "sample.db"
     assert main(["scrape", "--sample", "--db", str(db), "--no-progress"]) == 0
     return db

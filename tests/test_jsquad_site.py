@@ -152,23 +152,12 @@ def test_site_has_the_in_scope_pages_and_realistic_noise(bench: Path, tmp_path: 
     assert not any(held_text in p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
 
 
-def _deps_missing() -> str:
-    try:
-        import chatbot
-        import retrieval
-        import scraper
-    except ImportError as exc:
-        return f"scraper/retrieval/chatbot not landed yet: {exc}"
-    for mod, name in ((scraper, "scrape"), (retrieval, "load_retriever"), (chatbot, "Chatbot")):
-        if not hasattr(mod, name):
-            return f"{mod.__name__}.{name} not landed yet"
-    return ""
+MODEL_ENV = ("GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL", "GUIDERAG_KEYWORDS_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
-def test_devbench_end_to_end_on_a_small_set(bench: Path, tmp_path: Path, capsys):
-    reason = _deps_missing()
-    if reason:
-        pytest.skip(reason)
+def test_devbench_end_to_end_on_a_small_set(bench: Path, tmp_path: Path, capsys, monkeypatch):
+    for key in MODEL_ENV:
+        monkeypatch.delenv(key, raising=False)
     work = tmp_path / "work"
     rc = main(["devbench", "--bench-dir", str(bench), "--workdir", str(work), "--limit", "8",
                "--modes", "extract,generate", "--json", "--no-progress"])
@@ -188,3 +177,24 @@ def test_devbench_end_to_end_on_a_small_set(bench: Path, tmp_path: Path, capsys)
         assert Path(ok["workbook"]).exists()
     # Our pipeline finds the right page for questions that name their article.
     assert runs[("ours", "extract")]["metrics"]["right_page_first"] >= 0.5
+
+
+def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_path: Path, capsys, monkeypatch):
+    """With a model (a loopback OpenAI-format server) the lines mode runs instead of being skipped."""
+    from openai_stub import OpenAIStub
+
+    for key in MODEL_ENV:
+        monkeypatch.delenv(key, raising=False)
+    with OpenAIStub(default="行: 1") as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("GUIDERAG_ANSWER_MODEL", "stub-model")
+        rc = main(["devbench", "--bench-dir", str(bench), "--workdir", str(tmp_path / "w"), "--limit", "4",
+                   "--pipelines", "ours", "--modes", "lines", "--json", "--no-progress"])
+        calls = stub.calls
+    assert rc == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert (run["pipeline"], run["mode"], run["status"]) == ("ours", "lines", "ok")
+    answered = run["metrics"]["verbatim_rate"]
+    assert calls >= 1  # the model was asked for each answered question
+    assert answered is None or answered == 1.0  # lines mode shows stored lines only
