@@ -40,6 +40,7 @@ BLOCK_TAGS = frozenset(
     "h5 h6 hgroup hr legend li main ol p pre section summary table tbody thead tfoot caption ul".split()
 )
 HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+SECTIONING = ("article", "section")
 SKIPPED_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction, CData)
 
 INLINE_HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
@@ -186,6 +187,10 @@ class _Extractor:
         if self.is_hidden(el):
             return True
         if el.name in CHROME_WITH_HEADING:
+            # Inside <main>, or an article's own header: kept when it holds a heading. In a
+            # page without <main>, a header outside any article is the site's (logo <h1>...).
+            if self.fallback and el.find_parent(SECTIONING) is None:
+                return True
             return el.find(HEADINGS) is None
         if el.name in DROP_TAGS:
             return True

@@ -94,6 +94,15 @@ def test_title_falls_back_to_the_title_element() -> None:
     assert title == "ページの題名" and lines == ["本文です。"]
 
 
+def test_site_header_with_a_logo_h1_is_not_the_title_without_main() -> None:
+    html = html_page("Q5 検査 | サイト", """<header><h1 class="logo">デモ病院ガイド</h1></header>
+        <div class="body"><article><header><h1>Q5 検査</h1></header><p>検査の説明です。</p></article>
+        <article><p>別の記事です。</p></article></div>""")
+    title, lines = extract(html)
+    assert title == "Q5 検査"
+    assert lines == ["Q5 検査", "検査の説明です。", "別の記事です。"]
+
+
 def test_body_minus_boilerplate_when_there_is_no_main() -> None:
     html = html_page("T", """<div id="header">HEADERDIV</div><div class="side-menu">MENUDIV</div>
         <div class="content"><h1>見出し</h1><p>本文の段落です。</p></div>
