@@ -77,6 +77,7 @@ TEXT = {
     "sidebar_guideline": "読み込み中のガイドライン",
     "sidebar_site": "サイト",
     "sidebar_sample": "同梱のサンプルガイドライン",
+    "sidebar_sample_note": "デモ用のサンプルです。出典のリンク先のサイトは実在しません。",
     "sidebar_pages": "ページ数",
     "sidebar_scraped": "最終取得",
     "sidebar_mode": "回答のしかた",
@@ -498,6 +499,8 @@ def sidebar(settings: Settings, status: StoreStatus) -> str:
     with st.sidebar:
         st.subheader(TEXT["sidebar_guideline"])
         st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
+        if is_sample_site(status.toc_url, settings):
+            st.caption(TEXT["sidebar_sample_note"])
         st.subheader(TEXT["sidebar_mode"])
         modes = available_modes(settings)
         if len(modes) == 1:

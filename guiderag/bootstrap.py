@@ -56,8 +56,10 @@ class BootstrapResult:
 
 
 def store_status(settings: Settings) -> StoreStatus:
-    """Page count and last good scrape of the store at settings.db (creating an empty store)."""
-    with Store(settings.db) as store:
+    """Page count and last good scrape of the store at settings.db (none there: empty)."""
+    if not settings.db.exists():  # do not leave an empty database behind just by looking
+        return StoreStatus(pages=0, toc_url=None, last_scraped=None, last_run_id=None)
+    with Store(settings.db, create=False) as store:
         pages = store.conn.execute(
             "SELECT COUNT(*) FROM pages WHERE removed_at IS NULL"
         ).fetchone()[0]
@@ -71,7 +73,9 @@ def store_status(settings: Settings) -> StoreStatus:
 
 
 def _never_had_pages(settings: Settings) -> bool:
-    with Store(settings.db) as store:
+    if not settings.db.exists():
+        return True
+    with Store(settings.db, create=False) as store:
         return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
 
 

@@ -209,6 +209,7 @@ def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     sidebar = "".join(m.value for m in at.sidebar.markdown)
     assert chat_app.escape_text(chat_app.TEXT["sidebar_sample"]) in sidebar
     assert f"<dd>{pages}</dd>" in sidebar
+    assert chat_app.TEXT["sidebar_sample_note"] in [c.value for c in at.sidebar.caption]
     # The next start finds the pages and does not build again; the question is answered.
     at = ask(start_app(), IN_SCOPE)
     assert not at.status
@@ -224,7 +225,7 @@ def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     at = start_app()
     assert not at.status
     assert [i.value for i in at.info] == [chat_app.TEXT["no_guideline"]]
-    assert store_status(Settings.load(env={}, db=db)).pages == 0
+    assert not db.exists()  # looking did not create an empty database
 
 
 def test_sidebar_offers_only_extract_without_a_model(store_copy: Path) -> None:
@@ -297,6 +298,11 @@ def test_markup_in_questions_and_pages_is_shown_literally(tmp_path: Path, clean_
     assert chat_app.escape_text("Q1 <b>治療</b> **法**") in joined
     assert 'href="https://guide.example.org/q1.html?a=1&amp;b=&lt;x&gt;"' in joined
     assert chat_app.escape_text(question) in "".join(user_html)
+    # A real site: the sidebar names its host, linked to its table of contents; no sample note.
+    sidebar = "".join(m.value for m in at.sidebar.markdown)
+    assert 'href="https://guide.example.org/index.html"' in sidebar
+    assert chat_app.escape_text("guide.example.org") in sidebar
+    assert chat_app.TEXT["sidebar_sample_note"] not in [c.value for c in at.sidebar.caption]
 
 
 # --- several browser sessions at once ------------------------------------------------------
