@@ -25,6 +25,15 @@ COLUMNS = ("url", "link_text", "category", "reason", "include", "http_status", "
            "fetched_at", "content_hash", "href", "auto_category")
 REQUIRED = ("url", "include")
 SHEET = "urls"
+HOW_TO_REVIEW = (
+    "One row per link of the table-of-contents page (sheet 'urls'), as the scraper classified it.",
+    "include: TRUE = stored as a guideline page, FALSE = not. category/reason: why (auto_category: the "
+    "classifier's own verdict).",
+    "To correct it, change include (or category) and scrape again with --urls-xlsx pointing at this file: "
+    "your edits win, and stay in force on later scrapes.",
+    "To add a page the table of contents does not link, add a row with its url and include TRUE.",
+    "Categories: " + ", ".join(urls.CATEGORIES) + ".",
+)
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "○", "はい", "対象"})
 FALSE_WORDS = frozenset({"false", "no", "n", "0", "×", "いいえ", "対象外"})
 
@@ -195,6 +204,10 @@ def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchI
                       got.http_status, got.title, got.fetched_at, got.content_hash, rec.href,
                       rec.auto_category])
     sheet.freeze_panes = "A2"
+    notes = book.create_sheet("how to review")
+    for line in HOW_TO_REVIEW:
+        notes.append([line])
+    notes.column_dimensions["A"].width = 110
     for letter, width in zip("ABCDEFGHIJK", (60, 30, 16, 50, 9, 11, 40, 22, 30, 40, 16)):
         sheet.column_dimensions[letter].width = width
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
