@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from guiderag.errors import GuiderageError, ModelNotConfiguredError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
+from store.pages import utc_now
 
 from . import metrics
 from .workbook import IN_SCOPE, Question, write_results
@@ -194,7 +194,7 @@ def run_questions(
             f"mode {mode!r} needs a language model: set GUIDERAG_MODEL (or GUIDERAG_ANSWER_MODEL) "
             "and OPENAI_API_KEY or OPENAI_BASE_URL, or use --mode extract"
         )
-    started = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    started = utc_now()
     recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
     if llm is None:
         from chatbot.llm import LLMClient
@@ -228,7 +228,7 @@ def run_questions(
         t0 = time.monotonic()
         status = "complete" if final and complete else f"partial: {len(rows)} of {len(questions)} questions"
         meta = meta_base + [("status", status), ("questions_done", len(rows)), ("questions_total", len(questions)),
-                            ("written_at", datetime.now(timezone.utc).replace(microsecond=0).isoformat())]
+                            ("written_at", utc_now())]
         write_results(out_path, rows, metrics.summarize(rows), meta, notes)
         save_cost = time.monotonic() - t0
         last_save = time.monotonic()

@@ -95,3 +95,13 @@ def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path,
     assert [r["id"] for r in rows] == ["Q1", "Q2"]
     assert str(meta["status"]).startswith("partial: 2 of 4")
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_model_mode_without_a_model_exits_2_and_writes_nothing(sample_db: Path, tmp_path: Path, capsys, monkeypatch):
+    for key in ("GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    q = _xlsx(tmp_path / "q.xlsx", [["id", "question", "kind"], ["1", "胸腺腫瘍の治療法は？", "in_scope"]])
+    out = tmp_path / "r.xlsx"
+    assert main(["eval", str(q), "--out", str(out), "--mode", "lines", "--db", str(sample_db), "--no-progress"]) == 2
+    assert "needs a language model" in capsys.readouterr().err
+    assert not out.exists()
