@@ -140,3 +140,21 @@ def test_site_served_toc_links_resolve_over_http(fast_settings) -> None:
         page = fetcher.fetch(base + "/guide/index.html")
         (record,) = classify_links(page.html, page.final_url)
     assert record.url == base + "/guide/q1.html"
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+_SEGMENT = st.sampled_from(["guide", "q1.html", ".", "..", "index.html", "肺", "a b", "%7e", "", "Ch1"])
+_QUERY = st.sampled_from(["", "?utm_source=x", "?b=2&a=1", "?fbclid=z&id=3", "#frag", "?q=肺#x"])
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(st.lists(_SEGMENT, max_size=5), _QUERY, st.sampled_from(["", "./", "../", "/"]))
+def test_normalisation_is_idempotent_and_drops_tracking(segments, query, prefix) -> None:
+    url = urls.normalize_url(prefix + "/".join(segments) + query, TOC)
+    assert urls.normalize_url(url) == url
+    assert urls.page_key(urls.page_key(url)) == urls.page_key(url)
+    assert "#" not in url and "utm_" not in url and "fbclid" not in url
+    href = prefix + "/".join(segments)
+    if not href.startswith("//"):  # "//host/..." is protocol-relative: another host, rightly
+        assert url.startswith("http://127.0.0.1:8123/")
