@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--urls-xlsx", type=Path, help="URL workbook: hand edits of include/category win; rewritten after the scrape")
     p.add_argument("--delay", type=float, help="seconds between requests (default 0.5)")
     p.add_argument("--no-index", action="store_true", help="do not rebuild the retrieval index afterwards")
+    p.add_argument("--force", action="store_true", help="fetch every page in full (no conditional GET)")
 
     p = sub.add_parser("pages", parents=[common], help="list the stored content pages")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
@@ -103,6 +104,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "urls_xlsx": getattr(args, "urls_xlsx", None),
         "delay_s": getattr(args, "delay", None),
     }
+    if getattr(args, "force", False):
+        overrides["conditional_get"] = False
     if getattr(args, "no_progress", False):
         overrides["progress"] = False
     return Settings.load(**overrides)

@@ -44,6 +44,9 @@ class Settings:
     max_page_bytes: int = 5_000_000
     urls_xlsx: Path | None = None  # default: <db stem>.urls.xlsx beside the db
     progress: bool = True
+    # Send If-None-Match / If-Modified-Since; `scrape --force` turns it off so that a
+    # change of the text-extraction rules reaches pages the server says are unchanged.
+    conditional_get: bool = True
     # A block (paragraph, list item...) longer than this is stored as one line per
     # sentence, so that a cited line stays short; 0 keeps one line per block.
     split_lines_over_chars: int = 160
@@ -124,6 +127,10 @@ class Settings:
     devbench_sample: int = 0  # 0: every JSQuAD question; N: a deterministic sample of N
     bootstrap_resamples: int = 2000  # paired bootstrap of `guiderag eval --compare`
     bootstrap_seed: int = 20261129
+    # Worker processes of `guiderag eval` / devbench: 0 = one per CPU core (at most 4) when
+    # a set has at least eval_parallel_min questions, else in-process; N = exactly N.
+    eval_workers: int = 0
+    eval_parallel_min: int = 200
 
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on

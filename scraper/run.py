@@ -165,7 +165,7 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
         with Progress(len(targets), "fetch", enabled=settings.progress, stream=err) as bar:
             for rec in targets:
                 public = rebase.public(rec.url)
-                result = fetcher.fetch(rec.url, store.conditional_headers(public))
+                result = fetcher.fetch(rec.url, store.conditional_headers(public) if settings.conditional_get else {})
                 bar.update(1, note=urlsplit(rec.url).path)
                 trouble = trouble + 1 if result.server_trouble else 0
                 if trouble >= settings.abort_after_failures > 0:

@@ -48,7 +48,7 @@ def serve_sample_site(root: Path = SAMPLE_SITE_DIR) -> Iterator[str]:
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="sample-site", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="sample-site", daemon=True)
     thread.start()
     try:
         host, port = server.server_address[:2]

@@ -228,3 +228,14 @@ def test_a_store_write_failing_half_way_leaves_the_corpus_as_it_was(fast_setting
     assert _corpus(fast_settings) == before
     assert _runs(fast_settings)[0]["status"] == "failed"
     assert not list(fast_settings.db.parent.glob("*.xlsx.*.tmp"))  # no half-written workbook left
+
+
+def test_force_fetches_in_full_without_validators(fast_settings) -> None:
+    site = _site(etag=True)
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        scrape(fast_settings, toc)
+        site.request_headers.clear()
+        forced = scrape(fast_settings.replace(conditional_get=False), toc)
+    assert "If-None-Match" not in site.request_headers["/guide/q1.html"]
+    assert forced.counts()["unchanged"] == 4 and not forced.corpus_changed
