@@ -24,7 +24,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import MeCab
 
@@ -39,6 +39,7 @@ ANALYZER_VERSION = "5"
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
 COMPOUND = "C"  # a term joined from several words (胸腺腫瘍, 遺伝子変異)
 ADVERBIAL = "Nadv"  # an adverb-like noun (あと, 毎日, 今): a term of its own, never glued
+_NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND})
 
 # Question words and empty nouns: they break compounds and are never terms (何年 must not
 # become an unseen compound that makes every question look out of scope).
@@ -47,6 +48,7 @@ STOP_NOUNS = frozenset({"何", "幾つ", "幾ら", "幾", "何れ", "事", "物"
 STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "言う", "思う", "れる", "られる", "せる", "させる", "ない", "無い", "良い", "いい", "宜しい"})
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
+_SPACE = re.compile(r"\s")
 _ASCII_JOINER = frozenset("-.+/")
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
 
@@ -68,8 +70,7 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One MeCab token reduced to what term building needs."""
 
     surface: str
@@ -78,9 +79,8 @@ class Token:
     space_before: bool = False
 
 
-@dataclass(frozen=True)
-class Term:
-    """An index term, the surface it came from and its kind (N compound/noun, A, V, S)."""
+class Term(NamedTuple):
+    """An index term, the surface it came from and its kind (N, P, C compound, A, V, S)."""
 
     text: str
     surface: str
@@ -88,7 +88,7 @@ class Term:
 
     @property
     def is_noun(self) -> bool:
-        return self.kind in (NOUN, PROPER, ASCII, SYNONYM, COMPOUND)
+        return self.kind in _NOUN_KINDS
 
 
 def _lemma(feature: list[str], surface: str) -> str:
@@ -106,39 +106,60 @@ def tokenize(text: str) -> list[Token]:
     """MeCab tokens of NFKC-normalised `text`, ASCII runs glued (PD-L1, 5-FU, 80mg)."""
     text = normalize(text)
     raw: list[Token] = []
+    append = raw.append
+    # Reading a node's lengths costs as much as its features: only when spaces exist.
+    spaced = _SPACE.search(text) is not None
+    has_ascii = False
+    cache = _TOKEN_CACHE
+    if len(cache) > _TOKEN_CACHE_MAX:
+        cache.clear()
     node = tagger().parseToNode(text)
     while node is not None:
         surface = node.surface
         if surface:
-            feature = node.feature.split(",", 8)
-            pos1 = feature[0]
-            pos2 = feature[1] if len(feature) > 1 else "*"
-            space = node.rlength > node.length
-            if _ASCII_TOKEN.match(surface):
-                raw.append(Token(surface, surface.lower(), ASCII, space))
-            elif pos1 == "名詞":
-                if pos2 == "固有名詞":
-                    raw.append(Token(surface, surface, PROPER, space))
-                else:
-                    form = _lemma(feature, surface)
-                    if form in STOP_NOUNS or surface in STOP_NOUNS:
-                        kind = OTHER
-                    elif len(feature) > 2 and feature[2] == "副詞可能":
-                        kind = ADVERBIAL
-                    else:
-                        kind = NOUN
-                    raw.append(Token(surface, form, kind, space))
-            elif pos1 == "接頭辞":
-                raw.append(Token(surface, _lemma(feature, surface), PREFIX, space))
-            elif pos1 == "接尾辞":
-                raw.append(Token(surface, _lemma(feature, surface), SUFFIX, space))
-            elif pos1 in ("動詞", "形容詞") and pos2 != "非自立可能":
-                form = _lemma(feature, surface)
-                raw.append(Token(surface, form, OTHER if form in STOP_VERBS else VERB, space))
-            else:
-                raw.append(Token(surface, surface, OTHER, space))
+            key = (surface, node.feature)
+            token = cache.get(key)
+            if token is None:
+                token = cache[key] = _classify(surface, key[1])
+            if token.kind == ASCII:
+                has_ascii = True
+            if spaced and node.rlength > node.length:
+                token = token._replace(space_before=True)
+            append(token)
         node = node.next
-    return _glue_ascii(raw)
+    return _glue_ascii(raw) if has_ascii else raw
+
+
+# (surface, features) -> Token: a text's words repeat (Zipf), classifying each once
+# per process keeps the Python work per MeCab node small.
+_TOKEN_CACHE: dict[tuple[str, str], Token] = {}
+_TOKEN_CACHE_MAX = 500_000
+
+
+def _classify(surface: str, features: str) -> Token:
+    """The Token of one MeCab node, from its UniDic features (unknown words: 6 fields)."""
+    feature = features.split(",", 8)
+    pos1 = feature[0]
+    pos2 = feature[1] if len(feature) > 1 else "*"
+    if surface.isascii() and _ASCII_TOKEN.match(surface):
+        return Token(surface, surface.lower(), ASCII)
+    if pos1 == "名詞":
+        if pos2 == "固有名詞":
+            return Token(surface, surface, PROPER)
+        form = _lemma(feature, surface)
+        if form in STOP_NOUNS or surface in STOP_NOUNS:
+            return Token(surface, form, OTHER)
+        if len(feature) > 2 and feature[2] == "副詞可能":
+            return Token(surface, form, ADVERBIAL)
+        return Token(surface, form, NOUN)
+    if pos1 == "接頭辞":
+        return Token(surface, _lemma(feature, surface), PREFIX)
+    if pos1 == "接尾辞":
+        return Token(surface, _lemma(feature, surface), SUFFIX)
+    if pos1 in ("動詞", "形容詞") and pos2 != "非自立可能":
+        form = _lemma(feature, surface)
+        return Token(surface, form, OTHER if form in STOP_VERBS else VERB)
+    return Token(surface, surface, OTHER)
 
 
 def _glue_ascii(tokens: list[Token]) -> list[Token]:
@@ -181,81 +202,109 @@ class Analysis:
     spans: list[str] = field(default_factory=list)  # surfaces of noun runs, ASCII terms
 
 
+_RUN_KINDS = frozenset({NOUN, PROPER, PREFIX, SUFFIX, SYNONYM})
+_RUN_CACHE: dict[tuple[tuple[Token, ...], bool], tuple[tuple[Term, ...], str]] = {}
+
+
+def _run_terms(run: tuple[Token, ...], parts: bool) -> tuple[tuple[Term, ...], str]:
+    """Terms and surface of a run of nouns and affixes (cached: compounds repeat).
+
+    The run is grouped into words: a noun with the prefixes before it and the suffixes
+    after it (副+作用, 遺伝+子); an affix with no noun to attach to counts as a noun (a
+    lone 薬 that MeCab read as a suffix). Several words make a compound term; with
+    `parts`, the words and the bare nouns inside affixed words (作用 of 副作用) too."""
+    key = (run, parts)
+    hit = _RUN_CACHE.get(key)
+    if hit is not None:
+        return hit
+    words: list[list[Token]] = []
+    current: list[Token] = []
+    has_noun = False
+    for t in run:
+        if t.kind == PREFIX:
+            if has_noun:
+                words.append(current)
+                current, has_noun = [], False
+            current.append(t)
+        elif t.kind == SUFFIX:
+            current.append(t)
+        else:
+            if has_noun and current[-1].kind != PREFIX:
+                words.append(current)
+                current = []
+            current.append(t)
+            has_noun = True
+    if current:
+        words.append(current)
+    surface = "".join(t.surface for t in run)
+    word_terms: list[Term] = []
+    for w in words:
+        kinds = [t.kind for t in w]
+        if len(w) == 1 and kinds[0] == SYNONYM:
+            kind = SYNONYM
+        else:
+            kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
+        word_terms.append(Term("".join(t.form for t in w), "".join(t.surface for t in w), kind))
+    out: list[Term] = []
+    if len(word_terms) > 1:
+        out.append(Term("".join(w.text for w in word_terms), surface, COMPOUND))
+        if parts:
+            out.extend(word_terms)
+    else:
+        out.extend(word_terms)
+    if parts:
+        for w in words:
+            if len(w) > 1:
+                out.extend(Term(t.form, t.surface, t.kind) for t in w if t.kind in (NOUN, PROPER, SYNONYM))
+    if len(_RUN_CACHE) > _TOKEN_CACHE_MAX:
+        _RUN_CACHE.clear()
+    value = _RUN_CACHE[key] = (tuple(out), surface)
+    return value
+
+
 def analyze_tokens(
     tokens: list[Token], *, parts: bool = True, verbs: bool = True
 ) -> Analysis:
-    """Terms from tokens: compounds (plus their noun parts), ASCII terms, verb lemmas."""
+    """Terms from tokens: compounds (plus their parts), ASCII terms, verb lemmas."""
     result = Analysis()
     terms = result.terms
+    spans = result.spans
     run: list[Token] = []
-
-    def flush() -> None:
-        # Group the run into words: a noun with the prefixes before it and the suffixes
-        # after it (副+作用, 遺伝+子). An affix with no noun to attach to counts as a noun
-        # (a lone 薬 that MeCab read as a suffix).
-        body = list(run)
-        run.clear()
-        if not body:
-            return
-        words: list[list[Token]] = []
-        current: list[Token] = []
-        has_noun = False
-        for t in body:
-            if t.kind == PREFIX:
-                if has_noun:
-                    words.append(current)
-                    current, has_noun = [], False
-                current.append(t)
-            elif t.kind == SUFFIX:
-                current.append(t)
-            else:
-                if has_noun and current[-1].kind != PREFIX:
-                    words.append(current)
-                    current = []
-                current.append(t)
-                has_noun = True
-        if current:
-            words.append(current)
-        surface = "".join(t.surface for t in body)
-        word_terms: list[Term] = []
-        for w in words:
-            kinds = [t.kind for t in w]
-            if len(w) == 1 and kinds[0] == SYNONYM:
-                kind = SYNONYM
-            else:
-                kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
-            word_terms.append(Term("".join(t.form for t in w), "".join(t.surface for t in w), kind))
-        if len(word_terms) > 1:
-            terms.append(Term("".join(w.text for w in word_terms), surface, COMPOUND))
-            if parts:
-                terms.extend(word_terms)
-        else:
-            terms.extend(word_terms)
-        if parts:
-            # The bare nouns inside affixed words (作用 of 副作用).
-            for w in words:
-                if len(w) > 1:
-                    terms.extend(Term(t.form, t.surface, t.kind) for t in w if t.kind in (NOUN, PROPER, SYNONYM))
-        result.spans.append(surface)
-
     for tok in tokens:
         kind = tok.kind
-        if kind in (NOUN, PROPER, PREFIX, SUFFIX, SYNONYM):
-            if tok.space_before:
-                flush()
+        if kind in _RUN_KINDS:
+            if tok.space_before and run:
+                _flush(run, terms, spans, parts)
+                run = []
             run.append(tok)
-        else:
-            flush()
-            if kind == ASCII:
-                terms.append(Term(tok.form, tok.surface, ASCII))
-                result.spans.append(tok.form)
-            elif kind == ADVERBIAL:
-                terms.append(Term(tok.form, tok.surface, NOUN))
-                result.spans.append(tok.surface)
-            elif kind == VERB and verbs:
-                terms.append(Term(tok.form, tok.surface, VERB))
-    flush()
+            continue
+        if run:
+            _flush(run, terms, spans, parts)
+            run = []
+        if kind == OTHER:
+            continue
+        if kind == ASCII:
+            terms.append(Term(tok.form, tok.surface, ASCII))
+            spans.append(tok.form)
+        elif kind == ADVERBIAL:
+            terms.append(Term(tok.form, tok.surface, NOUN))
+            spans.append(tok.surface)
+        elif kind == VERB and verbs:
+            terms.append(Term(tok.form, tok.surface, VERB))
+    if run:
+        _flush(run, terms, spans, parts)
     return result
+
+
+def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool) -> None:
+    if len(run) == 1 and run[0].kind in _NOUN_KINDS:  # the common case: one word
+        tok = run[0]
+        terms.append(Term(tok.form, tok.surface, tok.kind))
+        spans.append(tok.surface)
+        return
+    run_terms, surface = _run_terms(tuple(run), parts)
+    terms.extend(run_terms)
+    spans.append(surface)
 
 
 def char_bigrams(spans: Iterable[str]) -> list[str]:

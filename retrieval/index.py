@@ -196,13 +196,9 @@ class _Builder:
 
     def ids(self, tokens: list[str]) -> np.ndarray:
         vocab = self.vocab
-        out = np.empty(len(tokens), dtype=np.int32)
-        for i, tok in enumerate(tokens):
-            j = vocab.get(tok)
-            if j is None:
-                j = vocab[tok] = len(vocab)
-            out[i] = j
-        return out
+        setdefault = vocab.setdefault
+        # a new token gets the next id: len(vocab) before it is added
+        return np.fromiter((setdefault(tok, len(vocab)) for tok in tokens), dtype=np.int32, count=len(tokens))
 
     def add_row(self, ids: np.ndarray) -> None:
         if len(ids):

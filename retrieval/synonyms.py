@@ -47,10 +47,15 @@ class SynonymTable:
 
     def apply(self, tokens: list[Token]) -> list[Token]:
         """Replace every member's token sequence by one SYNONYM token (longest match)."""
-        if not self.starts:
+        starts = self.starts
+        if not starts:
             return tokens
-        out: list[Token] = []
-        i = 0
+        # most texts hold no member at all: find the first possible start, if any
+        first = next((i for i, tok in enumerate(tokens) if tok.form in starts), -1)
+        if first < 0:
+            return tokens
+        out: list[Token] = list(tokens[:first])
+        i = first
         n = len(tokens)
         while i < n:
             entries = self.starts.get(tokens[i].form)
