@@ -11,7 +11,6 @@ score damped by its passage's rank; the neighbours of the best lines; headings l
 The answer is those stored lines, joined by newlines. Measured on the JSQuAD dev set
 (see the chatbot report): about 0.94 of in-scope answers contain the gold answer.
 """
-"""
 from __future__ import annotations
 
 import math
