@@ -351,3 +351,18 @@ def test_audit_export_and_gaps_commands(db, capsys, tmp_path):
     ws = load_workbook(out)["audit"]
     assert ws.max_row == 5
     assert main(["audit", "--db", str(db), "--out", str(tmp_path / "audit.txt")]) == 2
+
+
+@hsettings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reply=st.text(alphabet=st.sampled_from(list("0123456789０１２３4-~〜～,、 行目から：:Q年.\nなし")), max_size=30))
+def test_property_lines_answers_are_verbatim_stored_lines(db, reply):
+    with OpenAIStub([reply if reply.strip() else "行: なし"]) as stub:
+        settings = Settings.load(env={}, db=db, openai_base_url=stub.base_url, openai_api_key="k",
+                                 answer_model="stub-answer", model_retries=0)
+        with Chatbot(settings, retriever=_retriever(db)) as bot:
+            answer = bot.ask(THYMIC, "lines")
+        assert stub.calls == 1
+    if answer.governed:
+        assert_verbatim(db, answer.to_json())
+    else:
+        assert answer.answer == settings.refusal_message and not answer.passages
