@@ -138,81 +138,150 @@ def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) ->
 
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
+#
+# A worker analyses whole pages and turns them into sparse rows itself: each text (title,
+# lines) becomes arrays of ids in the worker's OWN vocabulary, then the page and each of
+# its passages become (ids, counts). With every result the worker sends the terms it met
+# for the first time, in id order; the main process maps worker ids to global ids with
+# one numpy take per row. So the main process does little per page and the workers do
+# the MeCab and term work in parallel.
 
-_WORKER_ANALYZER: Analyzer | None = None
+
+@dataclass
+class _WorkerState:
+    analyzer: Analyzer
+    passage_chars: int
+    heading_max_chars: int
+    terms: dict[str, int]
+    bigrams: dict[str, int]
+    term_list: list[str]
+    bigram_list: list[str]
+    sent_terms: int = 0
+    sent_bigrams: int = 0
 
 
-def _init_worker(analyzer: Analyzer) -> None:
-    global _WORKER_ANALYZER
-    _WORKER_ANALYZER = analyzer
+_WORKER: _WorkerState | None = None
+
+# (ids, counts) of one sparse row
+_Row = tuple[np.ndarray, np.ndarray]
 
 
-def _analyze_page(args: tuple[str, tuple[str, ...]]) -> tuple[list[list[str]], list[list[str]]]:
-    """(terms, bigrams) of the title (first) and of every line of one page."""
-    analyzer = _WORKER_ANALYZER
-    assert analyzer is not None
-    title, lines = args
-    terms: list[list[str]] = []
-    bigrams: list[list[str]] = []
+def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
+    global _WORKER
+    _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
+
+
+def _local_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> np.ndarray:
+    get = vocab.get
+    ids = np.empty(len(tokens), dtype=np.int32)
+    for i, tok in enumerate(tokens):
+        j = get(tok)
+        if j is None:
+            j = vocab[tok] = len(order)
+            order.append(tok)
+        ids[i] = j
+    return ids
+
+
+def _row(parts: list[np.ndarray]) -> _Row:
+    ids = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq.astype(np.int32), counts.astype(np.float32)
+
+
+def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
+    """Rows of one page in the worker's ids, and the worker's new vocabulary."""
+    w = _WORKER
+    assert w is not None, "_init_worker was not called"
+    title, lines = job
+    tids: list[np.ndarray] = []
+    bids: list[np.ndarray] = []
     for text in (title, *lines):
-        a = analyzer.analysis(text)
-        terms.append([t.text for t in a.terms])
-        bigrams.append(char_bigrams(a.spans))
-    return terms, bigrams
+        a = w.analyzer.analysis(text)
+        tids.append(_local_ids([t.text for t in a.terms], w.terms, w.term_list))
+        bids.append(_local_ids(char_bigrams(a.spans), w.bigrams, w.bigram_list))
+    passages = []
+    for heading, first, last in segment(lines, w.passage_chars, w.heading_max_chars):
+        picks = [0] + ([heading] if heading else []) + list(range(first, last + 1))
+        passages.append(
+            (heading, first, last, _row([tids[i] for i in picks]), _row([bids[i] for i in picks]))
+        )
+    result = (
+        os.getpid(),
+        w.sent_terms, w.term_list[w.sent_terms :],
+        w.sent_bigrams, w.bigram_list[w.sent_bigrams :],
+        _row(tids), _row(bids), passages,
+    )
+    w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
+    return result
 
 
-def analyze_pages(
-    pages: Sequence[PageVersion], analyzer: Analyzer, workers: int, progress: bool = False
-):
-    """Yield the analysis of each page, in order, using worker processes for big corpora."""
+def analyze_pages(pages: Sequence[PageVersion], settings: Settings, analyzer: Analyzer):
+    """Yield `_page_rows` of each page, in order, with worker processes for big corpora."""
+    workers = settings.index_workers
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     jobs = ((p.title, p.lines) for p in pages)
-    with Progress(len(pages), "index", enabled=progress) as bar:
+    init = (analyzer, settings.passage_chars, settings.heading_max_chars)
+    with Progress(len(pages), "index", enabled=settings.progress) as bar:
         if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
             ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(analyzer,)) as pool:
-                for result in pool.imap(_analyze_page, jobs, chunksize=16):
+            with ctx.Pool(workers, initializer=_init_worker, initargs=init) as pool:
+                for result in pool.imap(_page_rows, jobs, chunksize=8):
                     bar.update(1)
                     yield result
         else:
-            _init_worker(analyzer)
+            _init_worker(*init)
             for job in jobs:
                 bar.update(1)
-                yield _analyze_page(job)
+                yield _page_rows(job)
 
 
-# --- matrices ----------------------------------------------------------------------------
+class _IdMap:
+    """A worker's ids -> global ids, grown as the worker reports new terms."""
+
+    def __init__(self) -> None:
+        self.ids = np.empty(1024, dtype=np.int32)
+        self.size = 0
+
+    def extend(self, start: int, new_terms: list[str], vocab: dict[str, int]) -> None:
+        if start != self.size:
+            raise RuntimeError(f"index build: worker vocabulary out of order ({start} != {self.size})")
+        need = self.size + len(new_terms)
+        if need > len(self.ids):
+            grown = np.empty(max(need, 2 * len(self.ids)), dtype=np.int32)
+            grown[: self.size] = self.ids[: self.size]
+            self.ids = grown
+        setdefault = vocab.setdefault
+        for i, term in enumerate(new_terms):
+            self.ids[self.size + i] = setdefault(term, len(vocab))
+        self.size = need
+
+    def map(self, row: _Row) -> _Row:
+        return self.ids[row[0]], row[1]
 
 
 class _Builder:
-    """Accumulates one sparse count matrix row by row (one channel, one level)."""
+    """Accumulates one sparse count matrix row by row (indices need not be sorted)."""
 
-    def __init__(self, vocab: dict[str, int]) -> None:
-        self.vocab = vocab
+    def __init__(self) -> None:
         self.indptr = [0]
         self.indices: list[np.ndarray] = []
         self.counts: list[np.ndarray] = []
         self.nnz = 0
 
-    def ids(self, tokens: list[str]) -> np.ndarray:
-        vocab = self.vocab
-        setdefault = vocab.setdefault
-        # a new token gets the next id: len(vocab) before it is added
-        return np.fromiter((setdefault(tok, len(vocab)) for tok in tokens), dtype=np.int32, count=len(tokens))
-
-    def add_row(self, ids: np.ndarray) -> None:
-        if len(ids):
-            uniq, counts = np.unique(ids, return_counts=True)
-            self.indices.append(uniq.astype(np.int32))
-            self.counts.append(counts.astype(np.float32))
-            self.nnz += len(uniq)
+    def add_row(self, row: _Row) -> None:
+        self.indices.append(row[0])
+        self.counts.append(row[1])
+        self.nnz += len(row[0])
         self.indptr.append(self.nnz)
 
     def matrix(self, ncols: int) -> sp.csr_matrix:
         indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
         data = np.concatenate(self.counts) if self.counts else np.empty(0, np.float32)
         indptr = np.asarray(self.indptr, dtype=np.int64)
-        return sp.csr_matrix((data, indices, indptr), shape=(len(self.indptr) - 1, ncols))
+        m = sp.csr_matrix((data, indices, indptr), shape=(len(self.indptr) - 1, ncols))
+        m.sort_indices()
+        return m
 
 
 def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
@@ -277,31 +346,25 @@ def build_data(
     """Analyse every page once and build the matrices in memory."""
     term_vocab: dict[str, int] = {}
     bigram_vocab: dict[str, int] = {}
-    pt, pb = _Builder(term_vocab), _Builder(bigram_vocab)  # passages
-    gt, gb = _Builder(term_vocab), _Builder(bigram_vocab)  # pages
+    pt, pb = _Builder(), _Builder()  # passages
+    gt, gb = _Builder(), _Builder()  # pages
     passage_page: list[int] = []
     passage_heading: list[int] = []
     passage_first: list[int] = []
     passage_last: list[int] = []
     chars = 0
-    empty = np.empty(0, np.int32)
-    analyses = analyze_pages(pages, analyzer, settings.index_workers, settings.progress)
-    for row, (page, (terms, bigrams)) in enumerate(zip(pages, analyses)):
+    maps: dict[int, tuple[_IdMap, _IdMap]] = {}
+    for row, (page, result) in enumerate(zip(pages, analyze_pages(pages, settings, analyzer))):
+        pid, t_start, new_terms, b_start, new_bigrams, page_t, page_b, passages = result
+        tmap, bmap = maps.setdefault(pid, (_IdMap(), _IdMap()))
+        tmap.extend(t_start, new_terms, term_vocab)
+        bmap.extend(b_start, new_bigrams, bigram_vocab)
         chars += len(page.title) + sum(len(l) for l in page.lines)
-        tids = [pt.ids(t) for t in terms]
-        bids = [pb.ids(b) for b in bigrams]
-        gt.add_row(np.concatenate(tids) if tids else empty)
-        gb.add_row(np.concatenate(bids) if bids else empty)
-        for heading, first, last in segment(page.lines, settings.passage_chars, settings.heading_max_chars):
-            parts_t = [tids[0]]  # the title heads every passage of its page
-            parts_b = [bids[0]]
-            if heading:
-                parts_t.append(tids[heading])
-                parts_b.append(bids[heading])
-            parts_t.extend(tids[first : last + 1])
-            parts_b.extend(bids[first : last + 1])
-            pt.add_row(np.concatenate(parts_t))
-            pb.add_row(np.concatenate(parts_b))
+        gt.add_row(tmap.map(page_t))
+        gb.add_row(bmap.map(page_b))
+        for heading, first, last, rt, rb in passages:
+            pt.add_row(tmap.map(rt))
+            pb.add_row(bmap.map(rb))
             passage_page.append(row)
             passage_heading.append(heading)
             passage_first.append(first)

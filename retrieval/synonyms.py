@@ -51,9 +51,10 @@ class SynonymTable:
         if not starts:
             return tokens
         # most texts hold no member at all: find the first possible start, if any
-        first = next((i for i, tok in enumerate(tokens) if tok.form in starts), -1)
-        if first < 0:
+        forms = [tok.form for tok in tokens]
+        if starts.keys().isdisjoint(forms):
             return tokens
+        first = next(i for i, form in enumerate(forms) if form in starts)
         out: list[Token] = list(tokens[:first])
         i = first
         n = len(tokens)
