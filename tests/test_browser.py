@@ -24,6 +24,7 @@ import pytest
 from guiderag.bootstrap import ensure_corpus
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
 from store import Store
+from tests.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.browser
 
@@ -35,6 +36,8 @@ ANSWER_TIMEOUT_S = 60
 IN_SCOPE = "胸腺腫瘍の治療法を教えてください。"
 OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"
 MARKUP_QUESTION = "**太字** <script>window.__xss=1</script> <img src=x onerror=\"window.__xss=2\"> [押して](javascript:window.__xss=3)"
+SUMMARY = "胸腺腫瘍の治療の中心は手術です。放射線治療や薬物療法を組み合わせることもあります。"
+SUMMARY_LABEL = "要約（AIが生成）"
 # Extra questions for the latency figure (answers or refusals: both are timed).
 LATENCY_QUESTIONS = (
     "胸腺腫の手術について知りたい",
@@ -47,25 +50,30 @@ LATENCY_QUESTIONS = (
     "手術の後の生活で気をつけることは",
 )
 
-# Runs inside the page: stamps Enter in the chat box, and the moment the number of
-# answers on screen reaches the expected count.
+# Runs inside the page: stamps Enter in the chat box, and the first moment the reply to
+# the question is on screen (the question's bubble, then an answer or an alert after it).
 TIMER_JS = """
 if (!window.__grag) {
-  window.__grag = {t0: null, t1: null, target: 0};
+  window.__grag = {t0: null, t1: null, target: 0, question: ''};
+  var answered = function (g) {
+    var msgs = document.querySelectorAll('[data-testid="stChatMessage"]');
+    var n = msgs.length;
+    return n >= g.target && n >= 2 && msgs[n - 2].innerText.indexOf(g.question) >= 0 &&
+      msgs[n - 1].querySelector('.grag-answer, [data-testid="stAlert"]') !== null;
+  };
   document.addEventListener('keydown', function (e) {
     if (e.key === 'Enter' && !e.shiftKey) { window.__grag.t0 = performance.now(); window.__grag.t1 = null; }
   }, true);
   new MutationObserver(function () {
     var g = window.__grag;
-    if (g.t0 !== null && g.t1 === null &&
-        document.querySelectorAll('.grag-answer, [data-testid="stAlert"]').length >= g.target) {
-      g.t1 = performance.now();
-    }
+    if (g.t0 !== null && g.t1 === null && answered(g)) { g.t1 = performance.now(); }
   }).observe(document.body, {childList: true, subtree: true, characterData: true});
 }
 window.__grag.target = arguments[0];
+window.__grag.question = arguments[1];
 window.__grag.t0 = null; window.__grag.t1 = null;
 """
+IDLE = '[data-test-script-state="notRunning"]'
 
 
 def _need_browser() -> None:
@@ -91,11 +99,21 @@ def prepared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(prepared_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port, with GUIDERAG_DB at the prepared store."""
+def model() -> Iterator[OpenAIStub]:
+    """A loopback OpenAI-compatible server, so the sidebar offers the model modes too."""
+    with OpenAIStub(default=SUMMARY) as stub:
+        yield stub
+
+
+@pytest.fixture(scope="module")
+def server(prepared_store: Path, model: OpenAIStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port, with GUIDERAG_DB at the prepared store.
+
+    A model is configured (the loopback stub), but the default mode stays extract."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env["GUIDERAG_DB"] = str(prepared_store)
+    env.update({"GUIDERAG_DB": str(prepared_store), "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "test", "GUIDERAG_ANSWER_MODEL": "stub-model"})
     log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -171,18 +189,18 @@ def send(driver, question: str) -> float:
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    shown = len(driver.find_elements(By.CSS_SELECTOR, '.grag-answer, [data-testid="stAlert"]'))
-    driver.execute_script(TIMER_JS, shown + 1)
+    def idle(d) -> bool:  # the app's script is not running (no rerun in flight)
+        return bool(d.find_elements(By.CSS_SELECTOR, IDLE))
+
+    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(idle)
+    driver.execute_script(TIMER_JS, len(answers(driver)) + 2, question)
     box = driver.find_element(By.CSS_SELECTOR, '[data-testid="stChatInput"] textarea')
     box.send_keys(question)
     box.send_keys(Keys.ENTER)
     WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
         lambda d: d.execute_script("return window.__grag.t1 !== null")
     )
-    # Let the rerun finish (the spinner gone) before the next question.
-    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
-        lambda d: not d.find_elements(By.CSS_SELECTOR, '[data-testid="stSpinner"]')
-    )
+    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(idle)
     return float(driver.execute_script("return window.__grag.t1 - window.__grag.t0"))
 
 
@@ -218,7 +236,7 @@ def no_horizontal_scroll(driver) -> bool:
 
 
 # --- the test -------------------------------------------------------------------------------
-def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
+def test_chat_in_chromium(browser, server: str, prepared_store: Path, model: OpenAIStub) -> None:
     from selenium.webdriver.common.by import By
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -272,6 +290,23 @@ def test_chat_in_chromium(server: str, browser, prepared_store: Path) -> None:
     send(browser, OUT_OF_SCOPE)
     assert no_horizontal_scroll(browser)
     screenshot(browser, "phone-refusal.png")
+
+    # Generate mode, chosen in the sidebar: the labelled summary sits above the verbatim sources.
+    open_chat(browser, server, 1280, 1400)
+    sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]')
+    assert "原文の抜粋" in sidebar.text
+    [choice] = [e for e in sidebar.find_elements(By.CSS_SELECTOR, "label") if e.text == "AIによる要約＋原文"]
+    choice.click()
+    calls = model.calls
+    send(browser, IN_SCOPE)
+    assert model.calls == calls + 1
+    reply = last_message(browser)
+    summary = reply.find_element(By.CSS_SELECTOR, ".grag-summary")
+    assert SUMMARY_LABEL in summary.text
+    assert SUMMARY.split("。")[0] in summary.text
+    first_quote = reply.find_element(By.CSS_SELECTOR, ".grag-quote")
+    assert summary.location["y"] < first_quote.location["y"]
+    screenshot(browser, "desktop-generate.png")
 
     # Latency, extract mode, on a fresh page: Enter -> answer on screen, in the page's clock.
     open_chat(browser, server, 1280, 1400)
