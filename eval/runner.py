@@ -11,12 +11,15 @@ every question done so far, marked partial.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from guiderag.errors import GuiderageError, ModelNotConfiguredError
+from guiderag.errors import EvalError, GuiderageError, ModelNotConfiguredError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
 from store.pages import utc_now
@@ -28,6 +31,8 @@ from .workbook import IN_SCOPE, Question, write_results
 # often than every CHECKPOINT_COST_FACTOR times what the last save took.
 CHECKPOINT_MIN_S = 30.0
 CHECKPOINT_COST_FACTOR = 10.0
+BATCH_QUESTIONS = 25  # questions per task sent to a worker process
+MAX_AUTO_WORKERS = 4
 
 
 class RecordingRetriever:
@@ -168,6 +173,67 @@ def _candidates(retrieval: Any, data: dict) -> list[tuple[str, float]]:
     return sorted(seen.items(), key=lambda kv: -kv[1])
 
 
+class _Asker:
+    """Asks questions one at a time, each in a fresh Chatbot, and scores the answers."""
+
+    def __init__(self, settings: Settings, mode: str, retriever: Any = None, llm: Any = None) -> None:
+        import retrieval as retrieval_pkg
+        from chatbot.llm import LLMClient
+
+        self.settings = settings
+        self.mode = mode
+        self.recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
+        self.llm = llm or LLMClient(settings)
+        self.page_lines = _PageLines(settings.db)
+
+    def ask(self, q: Question) -> dict:
+        from chatbot import Chatbot
+
+        # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
+        bot = Chatbot(self.settings, retriever=self.recorder, llm=self.llm, store=self.page_lines.store)
+        self.recorder.last = None
+        t0 = time.perf_counter()
+        try:
+            ans = bot.ask(q.question, self.mode)
+            latency = (time.perf_counter() - t0) * 1000.0
+            return score(q, ans, self.recorder.last, latency, self.page_lines.lines)
+        except ModelNotConfiguredError:
+            raise
+        except GuiderageError as exc:
+            return failed_row(q, exc, (time.perf_counter() - t0) * 1000.0)
+        finally:
+            close = getattr(bot, "close", None)
+            if callable(close):
+                close()
+
+    def close(self) -> None:
+        self.page_lines.close()
+
+
+_WORKER: _Asker | None = None
+
+
+def _worker_init(settings: Settings, mode: str) -> None:
+    """In a worker process: ignore Ctrl-C (the parent handles it) and load the pipeline once."""
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER = _Asker(settings, mode)
+
+
+def _worker_batch(batch: list[tuple[int, Question]]) -> list[tuple[int, dict]]:
+    assert _WORKER is not None
+    return [(i, _WORKER.ask(q)) for i, q in batch]
+
+
+def worker_count(settings: Settings, n_questions: int) -> int:
+    """Processes to use: settings.eval_workers, or (0) one per core for big sets."""
+    if settings.eval_workers > 0:
+        return settings.eval_workers
+    if n_questions < settings.eval_parallel_min:
+        return 1
+    return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
+
+
 def run_questions(
     settings: Settings,
     questions: Sequence[Question],
@@ -181,11 +247,12 @@ def run_questions(
 ) -> RunOutcome:
     """Ask every question in a fresh session; write and return the scored results.
 
+    Big sets are spread over worker processes (see `worker_count`); each loads its own
+    retriever, so a `retriever` or `llm` passed in is used only when running in-process.
     On KeyboardInterrupt the workbook is written with the questions done so far
     (marked partial) before the interrupt propagates.
     """
     import retrieval as retrieval_pkg
-    from chatbot import Chatbot
 
     mode = mode or settings.mode
     settings = settings.replace(mode=mode)
@@ -195,21 +262,23 @@ def run_questions(
             "and OPENAI_API_KEY or OPENAI_BASE_URL, or use --mode extract"
         )
     started = utc_now()
-    recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
-    if llm is None:
-        from chatbot.llm import LLMClient
-
-        llm = LLMClient(settings)
-    page_lines = _PageLines(settings.db)
-    rows: list[dict] = []
+    workers = worker_count(settings, len(questions))
+    if workers > 1:
+        retriever = retriever or retrieval_pkg.load_retriever(settings)  # (re)builds the index once, here
+        asker = None
+    else:
+        asker = _Asker(settings, mode, retriever, llm)
+        retriever = asker.recorder
+    done: dict[int, dict] = {}
     meta_base = [
         ("mode", mode),
         ("pipeline", settings.pipeline),
         ("threshold", settings.threshold),
         ("db", str(settings.db)),
-        ("corpus_version", getattr(recorder, "corpus_version", "")),
+        ("corpus_version", getattr(retriever, "corpus_version", "")),
         ("answer_model", settings.answer_model if mode != "extract" else None),
         ("keywords_model", settings.keywords_model),
+        ("worker_processes", workers),
         ("started_at", started),
         *extra_meta,
     ]
@@ -221,44 +290,79 @@ def run_questions(
     last_save = time.monotonic()
     save_cost = 0.0
 
+    def rows() -> list[dict]:
+        return [done[i] for i in sorted(done)]
+
     def save(final: bool) -> None:
         nonlocal last_save, save_cost
         if out_path is None:
             return
         t0 = time.monotonic()
-        status = "complete" if final and complete else f"partial: {len(rows)} of {len(questions)} questions"
-        meta = meta_base + [("status", status), ("questions_done", len(rows)), ("questions_total", len(questions)),
+        status = "complete" if final and complete else f"partial: {len(done)} of {len(questions)} questions"
+        current = rows()
+        meta = meta_base + [("status", status), ("questions_done", len(done)), ("questions_total", len(questions)),
                             ("written_at", utc_now())]
-        write_results(out_path, rows, metrics.summarize(rows), meta, notes)
+        write_results(out_path, current, metrics.summarize(current), meta, notes)
         save_cost = time.monotonic() - t0
         last_save = time.monotonic()
 
+    def checkpoint() -> None:
+        if out_path is not None and time.monotonic() - last_save >= max(CHECKPOINT_MIN_S, CHECKPOINT_COST_FACTOR * save_cost):
+            save(final=False)
+
     try:
         with Progress(len(questions), label, enabled=settings.progress) as bar:
-            for q in questions:
-                # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
-                bot = Chatbot(settings, retriever=recorder, llm=llm, store=page_lines.store)
-                recorder.last = None
-                t0 = time.perf_counter()
-                try:
-                    ans = bot.ask(q.question, mode)
-                    latency = (time.perf_counter() - t0) * 1000.0
-                    rows.append(score(q, ans, recorder.last, latency, page_lines.lines))
-                except ModelNotConfiguredError:
-                    raise
-                except GuiderageError as exc:
-                    rows.append(failed_row(q, exc, (time.perf_counter() - t0) * 1000.0))
-                finally:
-                    close = getattr(bot, "close", None)
-                    if callable(close):
-                        close()
-                bar.update(1, note=q.id)
-                now = time.monotonic()
-                if out_path is not None and now - last_save >= max(CHECKPOINT_MIN_S, CHECKPOINT_COST_FACTOR * save_cost):
-                    save(final=False)
+            if asker is not None:
+                for i, q in enumerate(questions):
+                    done[i] = asker.ask(q)
+                    bar.update(1, note=q.id)
+                    checkpoint()
+            else:
+                _run_parallel(settings, mode, questions, workers, done, bar, checkpoint)
         complete = True
     finally:
-        page_lines.close()
+        if asker is not None:
+            asker.close()
         save(final=True)
-    meta = meta_base + [("status", "complete"), ("questions_done", len(rows)), ("questions_total", len(questions))]
-    return RunOutcome(rows, metrics.summarize(rows), len(questions), True, out_path, meta)
+    final_rows = rows()
+    meta = meta_base + [("status", "complete"), ("questions_done", len(done)), ("questions_total", len(questions))]
+    return RunOutcome(final_rows, metrics.summarize(final_rows), len(questions), True, out_path, meta)
+
+
+def _run_parallel(
+    settings: Settings,
+    mode: str,
+    questions: Sequence[Question],
+    workers: int,
+    done: dict[int, dict],
+    bar: Progress,
+    checkpoint: Callable[[], None],
+) -> None:
+    """Spread questions over worker processes in small batches; fill `done` as they finish."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    indexed = list(enumerate(questions))
+    batches = [indexed[k:k + BATCH_QUESTIONS] for k in range(0, len(indexed), BATCH_QUESTIONS)]
+    # spawn, not fork: the parent holds SQLite connections and threads.
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(settings, mode))
+    try:
+        pending = {pool.submit(_worker_batch, b) for b in batches}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                try:
+                    batch = fut.result()
+                except BrokenProcessPool as exc:
+                    raise EvalError(
+                        f"a worker process of the evaluation failed ({exc}); its traceback is above. "
+                        "Set GUIDERAG_EVAL_WORKERS=1 to run in this process instead"
+                    ) from exc
+                for i, row in batch:
+                    done[i] = row
+                    bar.update(1, note=row["id"])
+            checkpoint()
+    finally:
+        # On Ctrl-C or an error: drop the batches not started; running ones finish quickly.
+        pool.shutdown(wait=True, cancel_futures=True)

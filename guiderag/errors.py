@@ -9,6 +9,7 @@ GuiderageError
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is missing, locked or corrupt
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
+├── EvalError         an evaluation run could not go on (e.g. a worker process died)
 └── ModelError        the language model is unreachable or failing
     └── ModelNotConfiguredError (also an InputError: exit 2)
 
@@ -65,3 +66,7 @@ class ModelNotConfiguredError(ModelError, InputError):
     """A mode that needs a language model was asked for, but none is configured."""
 
     exit_code = 2
+
+
+class EvalError(GuiderageError):
+    """An evaluation run could not go on (a worker process died); the partial results are kept."""

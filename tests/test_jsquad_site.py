@@ -6,6 +6,7 @@ The fixture below is a tiny JSQuAD-format file whose articles were written for t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,24 @@ def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_pa
     answered = run["metrics"]["verbatim_rate"]
     assert calls >= 1  # the model was asked for each answered question
     assert answered is None or answered == 1.0  # lines mode shows stored lines only
+
+
+def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_path: Path, capsys, monkeypatch):
+    from eval.workbook import read_results
+
+    for key in MODEL_ENV:
+        monkeypatch.delenv(key, raising=False)
+    results = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("GUIDERAG_EVAL_WORKERS", workers)
+        work = tmp_path / f"w{workers}"
+        assert main(["devbench", "--bench-dir", str(bench), "--workdir", str(work), "--pipelines", "ours",
+                     "--json", "--no-progress"]) == 0
+        capsys.readouterr()
+        rows, _, meta = read_results(work / "results-ours-extract.xlsx")
+        assert meta["worker_processes"] == int(workers) and meta["status"] == "complete"
+        port = re.compile(r"http://127\.0\.0\.1:\d+/")  # each run serves the site on its own port
+        results[workers] = [{k: port.sub("/", v) if isinstance(v, str) else v for k, v in r.items()
+                             if k not in ("latency_ms", "json")} for r in rows]
+    assert [r["id"] for r in results["2"]] == [r["id"] for r in results["1"]]  # question order kept
+    assert results["2"] == results["1"]
