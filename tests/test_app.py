@@ -371,3 +371,33 @@ def test_bad_configuration_is_reported_not_crashed(store_copy: Path, clean_env: 
     assert [e.value for e in at.error] == [chat_app.TEXT["settings_error"]]
     assert any("poetry" in html.unescape(m.value) for m in at.markdown)
     assert not at.chat_input
+
+
+def test_clear_button_empties_the_conversation(store_copy: Path) -> None:
+    at = ask(start_app(), IN_SCOPE)
+    assert len(at.chat_message) == 2
+    at.sidebar.button(key="clear").click().run()
+    assert history(at) == [] and not at.chat_message
+
+
+def test_a_new_scrape_is_answered_from_without_restarting_the_app(store_copy: Path) -> None:
+    """The retriever is cached per process, but keyed on the store's last scrape."""
+    import retrieval
+
+    question = "温熱療法とはどのような治療ですか？"
+    at = ask(start_app(), question)
+    assert not history(at)[0].answer.governed
+    with Store(store_copy) as store:
+        live = [p.url for p in store.current_pages()]
+        run = store.begin_run(store.last_run()["toc_url"])
+        page = FetchedPage(
+            url="http://sample-guide.guiderag.invalid/guide/onnetsu.html",
+            title="温熱療法とはどのような治療ですか？",
+            lines=("温熱療法とはどのような治療ですか？",
+                   "温熱療法は、がんのある部分を温めて、ほかの治療の効果を高めることをねらう治療です。"),
+        )
+        store.commit_run(run, [page], content_urls=[*live, page.url])
+    retrieval.build_index(Settings.load())
+    at = ask(at, question)
+    answer = history(at)[-1].answer
+    assert answer.governed and [p.url for p in answer.passages][:1] == [page.url]
