@@ -28,6 +28,7 @@ from guiderag.bootstrap import StoreStatus, ensure_corpus, needs_bootstrap, stor
 from guiderag.errors import GuiderageError, InputError, ModelError, QuestionError
 from guiderag.settings import Settings
 
+_log = logging.getLogger("guiderag.app")
 # --- words shown to the user (Japanese first) -----------------------------------------
 TEXT = {
     "page_title": "ガイドライン質問チャット",
@@ -66,6 +67,7 @@ TEXT = {
         "時間をおいてもう一度お試しください。続く場合は管理者にお知らせください。"
     ),
     "details": "管理者向けの詳細：",
+    "incident": "発生時刻：{when}（続くときは、この時刻を添えて管理者にお知らせください）",
     "setup_running": "初めての起動です。同梱のサンプルガイドラインを準備しています…",
     "setup_done": "準備ができました（{pages}ページ）。",
     "setup_failed": "ガイドラインの準備に失敗しました。",
@@ -335,6 +337,14 @@ def question_html(question: str) -> str:
     return block(paragraphs(question) or escape_text(question), "grag-question")
 
 
+def incident(settings: Settings) -> str:
+    """When it happened, for staff to find the audit row and the server log line. The
+    error itself (model endpoint, paths) goes to the log, not to the patient's screen."""
+    now = datetime.now(timezone.utc).isoformat()
+    when = format_date(now, settings.display_timezone, with_time=True)
+    return block(f'<p class="grag-audit">{escape_text(TEXT["incident"].format(when=when))}</p>', "grag-incident")
+
+
 def error_details(exc: BaseException) -> str:
     """A maintainer-facing one-liner (escaped), shown under the Japanese message."""
     return block(
@@ -459,14 +469,16 @@ def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Tu
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError
         turn.error_kind = "model"
-        turn.error_detail = error_details(exc)
+        turn.error_detail = incident(settings)
+        _log.warning("model error answering %r: %s", question, exc)
     except GuiderageError as exc:
         turn.error_kind = "app"
-        turn.error_detail = error_details(exc)
-    except Exception as exc:  # a bug must not crash the patient's page; log it for us
-        logging.getLogger("guiderag.app").exception("answering %r failed", question)
+        turn.error_detail = incident(settings)
+        _log.error("error answering %r: %s", question, exc)
+    except Exception:  # a bug must not crash the patient's page; log it for us
         turn.error_kind = "app"
-        turn.error_detail = error_details(exc)
+        turn.error_detail = incident(settings)
+        _log.exception("answering %r failed", question)
     return turn
 
 

@@ -161,6 +161,8 @@ def test_model_error_shows_a_clear_message_not_a_crash(store_copy: Path, clean_e
     assert turn.error_kind == "model"
     assert [e.value for e in at.error] == [chat_app.TEXT["model_error"]]
     assert not blocks(at, "grag-notcovered")  # a failure is not "the guideline does not say"
+    [when] = blocks(at, "grag-incident")
+    assert "発生時刻" in when and "127.0.0.1" not in when  # no endpoint on the patient's screen
 
 
 def test_generate_mode_labels_the_summary_and_sends_no_history_to_the_model(
