@@ -195,7 +195,8 @@ class Chatbot:
             LINES_SYSTEM_PROMPT, lines_user_message(reference, question), role="answer",
             temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
         )
-        numbers = parse_line_numbers(reply, len(reference))
+        # A reply opening with the insufficiency sentence declines, whatever numbers follow.
+        numbers = [] if gen.opens_with_insufficiency(reply) else parse_line_numbers(reply, len(reference))
         text, shown = render(picks_for(reference, numbers), self.settings.answer_chars) if numbers else ("", [])
         if not text:
             return self._refusal(question, "lines", result, rjson, model=model)

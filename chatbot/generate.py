@@ -83,7 +83,7 @@ def is_insufficient(reply: str) -> bool:
     squashed = _squash(reply)
     if not squashed:
         return True
-    if squashed.startswith(_squash(INSUFFICIENT_SENTENCE)):
+    if opens_with_insufficiency(reply):
         return True
     first = next((s for s in split_sentences(reply) if _squash(s)), "")
     if _DECLINE.search(_squash(first)) and len(_squash(first)) <= DECLINE_SHORT_CHARS:
@@ -91,6 +91,11 @@ def is_insufficient(reply: str) -> bool:
         if len(squashed) <= DECLINE_SHORT_CHARS * 2:
             return True
     return len(squashed) <= DECLINE_TINY_CHARS and bool(_DECLINE.search(squashed))
+
+
+def opens_with_insufficiency(reply: str) -> bool:
+    """True when the reply begins with the protocol's insufficiency sentence."""
+    return _squash(reply).startswith(_squash(INSUFFICIENT_SENTENCE))
 
 
 def split_sentences(text: str) -> list[str]:

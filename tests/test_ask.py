@@ -242,6 +242,7 @@ def test_lines_mode_accepts_ranges_in_full_width_digits(db, capsys, monkeypatch)
     "行: 0, 9999",  # out of range
     INSUFFICIENT_SENTENCE,
     "行: なし",
+    INSUFFICIENT_SENTENCE + "（念のため 行: 3）",  # a decline wins over a number
 ])
 def test_lines_mode_with_nothing_valid_is_not_covered(db, capsys, monkeypatch, reply):
     with OpenAIStub([reply]) as stub:

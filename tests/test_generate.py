@@ -80,3 +80,10 @@ def test_inflected_and_full_width_words_still_count_as_supported():
     summary = "手術で腫瘍を切除しました。ＣＴで調べます。"
     reference = REFERENCE + "\nCTで調べる。"
     assert unsupported_sentences(summary, reference, analyze) == []
+
+
+def test_opening_with_the_insufficiency_sentence():
+    from chatbot.generate import opens_with_insufficiency
+
+    assert opens_with_insufficiency("「文章中に十分な情報がありません」。行: 3")
+    assert not opens_with_insufficiency("行: 3, 5（その他の行には記載がありません）")
