@@ -367,3 +367,11 @@ def test_property_lines_answers_are_verbatim_stored_lines(db, reply):
         assert_verbatim(db, answer.to_json())
     else:
         assert answer.answer == settings.refusal_message and not answer.passages
+
+
+def test_refusal_and_escalation_texts_are_configurable(db, capsys, monkeypatch):
+    monkeypatch.setenv("GUIDERAG_REFUSAL_MESSAGE", "この質問にはお答えできません。")
+    monkeypatch.setenv("GUIDERAG_ESCALATION_TEXT", "外来の看護師にお尋ねください。")
+    data = ask_json(capsys, db, OUT_OF_SCOPE)
+    assert data["answer"] == "この質問にはお答えできません。"
+    assert data["escalation"] == "外来の看護師にお尋ねください。"
