@@ -450,8 +450,23 @@ def _ask_lock() -> threading.Lock:
     return threading.Lock()
 
 
+@st.cache_resource(show_spinner=False)
+def _loaded() -> set:
+    """(settings key, run id) of the retrievers this process has loaded."""
+    return set()
+
+
 def get_retriever(settings: Settings, status: StoreStatus) -> Any:
-    return _retriever(_settings_key(settings), status.last_run_id, settings)
+    key = (_settings_key(settings), status.last_run_id)
+    retriever = _retriever(*key, settings)
+    _loaded().add(key)
+    return retriever
+
+
+def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
+    """False before the first question of a process (or after a new scrape): loading the
+    index then takes a moment, worth a spinner even in extract mode."""
+    return (_settings_key(settings), status.last_run_id) in _loaded()
 
 
 def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Turn:
@@ -574,10 +589,12 @@ def main() -> None:
     with st.chat_message("user"):
         st.markdown(question_html(question), unsafe_allow_html=True)
     with st.chat_message("assistant"):
-        if mode in MODEL_MODES:  # seconds of model time: show that we are working
+        # Model time or an index to load takes seconds: show that we are working. An
+        # extract answer takes milliseconds, and a spinner would only delay it (~270 ms).
+        if mode in MODEL_MODES or not retriever_loaded(settings, status):
             with st.spinner(TEXT["thinking"]):
                 turn = ask(question, mode, settings, status)
-        else:  # milliseconds: a spinner would only delay the answer (measured ~270 ms)
+        else:
             turn = ask(question, mode, settings, status)
         render_reply(turn, settings)
     history.append(turn)
