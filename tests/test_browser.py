@@ -77,6 +77,11 @@ IDLE = '[data-test-script-state="notRunning"]'
 
 
 def _need_browser() -> None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        pytest.fail("selenium is not installed: run the README's test command (scripts/test.sh), "
+                    "which installs the project with its test extras")
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     if missing:
         pytest.fail(
