@@ -8,9 +8,9 @@ Order of an ask, and what each outcome records:
    generate (the protocol; the model's text is a labelled summary beside verbatim passages);
    the model declining, or lines yielding nothing valid -> not covered;
 5. the audit row is written, then the Answer (with its audit_id) is returned.
-A model failure (unreachable, HTTP error, timeout, empty reply) falls back to extract when
-settings.fallback_to_extract is set, else raises ModelError after an audit row recorded
-it. No partial or unverified model text is ever returned.
+A model failure (unreachable, HTTP error, timeout, empty reply, or no model configured for
+a mode that needs one) falls back to extract when settings.fallback_to_extract is set, else
+raises ModelError after an audit row recorded it. No partial or unverified model text is ever returned.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class Chatbot:
 
     def _answer(self, question: str, mode: str, state: dict[str, Any]) -> Answer:
         if mode != "extract":
-            self.llm._require("answer")  # ModelNotConfiguredError before any work
+            self.llm.require("answer")  # ModelNotConfiguredError before any work
         keywords = self._keywords(question, state)
         result: RetrievalResult = self.retriever.search(question, keywords)
         state["result"] = result

@@ -39,7 +39,8 @@ class LLMClient:
         s = self.settings
         return bool(self.model_for(role) and (s.openai_api_key or s.openai_base_url))
 
-    def _require(self, role: str) -> str:
+    def require(self, role: str) -> str:
+        """The role's model name; ModelNotConfiguredError (exit 2) saying what to set if none."""
         model = self.model_for(role)
         s = self.settings
         if not model:
@@ -91,7 +92,7 @@ class LLMClient:
         Raises ModelNotConfiguredError when the role has no model or endpoint, and
         ModelError on connection errors, HTTP errors, timeouts and empty replies.
         """
-        model = self._require(role)
+        model = self.require(role)
         messages = ([{"role": "system", "content": system}] if system else []) + [
             {"role": "user", "content": user}
         ]
