@@ -9,21 +9,36 @@ each test, so the tests do not share a database.
 from __future__ import annotations
 
 import html
+import importlib.util
 import re
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import app as chat_app
 from guiderag.bootstrap import ensure_corpus, store_status
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from openai_stub import OpenAIStub, Reply  # tests/ is on sys.path (conftest.py)
 from store import FetchedPage, Store
-from tests.openai_stub import OpenAIStub, Reply
 
 APP = str(REPO_ROOT / "app.py")
+
+
+def _load_app() -> ModuleType:
+    """app.py as a module (not run: main() runs only as __main__), wherever pytest starts."""
+    spec = importlib.util.spec_from_file_location("guiderag_chat_app", APP)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+chat_app = _load_app()
 RUN_TIMEOUT_S = 120  # a generous ceiling for slow CI machines, not a speed assertion
 IN_SCOPE = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"

@@ -23,8 +23,8 @@ import pytest
 
 from guiderag.bootstrap import ensure_corpus
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from openai_stub import OpenAIStub  # tests/ is on sys.path (conftest.py)
 from store import Store
-from tests.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.browser
 
