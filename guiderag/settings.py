@@ -92,6 +92,8 @@ class Settings:
     # ours: a score is (share of the question's idf mass found, BM25-saturated) ** this, so
     # that the threshold 0.2 falls where about 0.45 of it is found (measured on JSQuAD).
     score_power: float = 2.0
+    # ours: at most this many candidate pages are listed (the best ones; the total is kept).
+    max_candidates: int = 100
     # Worker processes analysing large corpora when building the index (0 or 1: in-process).
     index_workers: int = 2
 

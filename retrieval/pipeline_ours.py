@@ -160,9 +160,12 @@ class OursRetriever(Retriever):
         threshold = self.settings.threshold
         top = float(scores.max()) if len(scores) else 0.0
         above = np.nonzero(scores >= threshold)[0] if len(scores) else np.empty(0, int)
+        candidates, total = self._candidates(above, scores)
+        if len(above) > MAX_PASSAGES_CONSIDERED:
+            # only the best few can fill the reference: no need to sort them all
+            above = above[np.argpartition(-scores[above], MAX_PASSAGES_CONSIDERED)[:MAX_PASSAGES_CONSIDERED]]
         order = above[np.argsort(-scores[above], kind="stable")]
-        candidates = self._candidates(order, scores)
-        passages = self._reference(order[:MAX_PASSAGES_CONSIDERED], scores)
+        passages = self._reference(order, scores)
         notes: list[str] = []
         if not candidates:
             notes.append(f"no passage scored at least the threshold {threshold} (best {top:.3f})")
@@ -180,19 +183,26 @@ class OursRetriever(Retriever):
             corpus_version=self.corpus_version,
             notes=notes,
             unknown_terms=unknown,
+            candidates_total=total,
         )
 
-    def _candidates(self, order: np.ndarray, scores: np.ndarray) -> list[Candidate]:
-        seen: set[int] = set()
-        out: list[Candidate] = []
-        for i in order:
-            row = int(self.data.passage_page[i])
-            if row in seen:
-                continue
-            seen.add(row)
-            page = self.pages[row]
-            out.append(Candidate(url=page.url, title=page.title, score=float(scores[i])))
-        return out
+    def _candidates(self, above: np.ndarray, scores: np.ndarray) -> tuple[list[Candidate], int]:
+        """The best settings.max_candidates pages with a passage above the threshold (by
+        their best passage's score), and how many pages cleared it in all."""
+        if not len(above):
+            return [], 0
+        best = np.full(self.data.n_pages, -1.0, dtype=np.float32)
+        np.maximum.at(best, self.data.passage_page[above], scores[above])
+        rows = np.nonzero(best >= 0)[0]
+        total = len(rows)
+        limit = max(1, self.settings.max_candidates)
+        if total > limit:
+            rows = rows[np.argpartition(-best[rows], limit)[:limit]]
+        rows = rows[np.argsort(-best[rows], kind="stable")]
+        return [
+            Candidate(url=self.pages[r].url, title=self.pages[r].title, score=float(best[r]))
+            for r in rows.tolist()
+        ], total
 
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
         """Whole lines of the best passages, best first, no line twice, within the budget."""
@@ -201,8 +211,9 @@ class OursRetriever(Retriever):
         used_chars = 0
         used: dict[int, set[int]] = {}
         out: list[Passage] = []
+        misses = 0  # passages in a row that added nothing: the budget is as good as full
         for i in order:
-            if budget - used_chars < 2:
+            if budget - used_chars < 2 or misses >= 20:
                 break
             row = int(d.passage_page[i])
             page = self.pages[row]
@@ -223,5 +234,8 @@ class OursRetriever(Retriever):
                 taken.add(n)
                 picked.append(n)
             if picked:
+                misses = 0
                 out.append(Passage(page=page, lines=tuple(sorted(picked)), score=float(scores[i])))
+            else:
+                misses += 1
         return out

@@ -68,6 +68,8 @@ class RetrievalResult:
     literal_reference: str | None = None
     # query terms (and keywords) that occur nowhere in the corpus: a gap signal
     unknown_terms: list[str] = field(default_factory=list)
+    # pages that cleared the threshold, when more than the `candidates` listed
+    candidates_total: int | None = None
 
     @property
     def governed(self) -> bool:
@@ -91,6 +93,7 @@ class RetrievalResult:
             "reference_chars": self.reference_chars,
             "pipeline": self.pipeline,
             "corpus_version": self.corpus_version,
+            "candidates_total": len(self.candidates) if self.candidates_total is None else self.candidates_total,
             "notes": list(self.notes),
             "unknown_terms": list(self.unknown_terms),
             "candidate_pages": [

@@ -153,3 +153,13 @@ def test_result_json_has_the_contract_fields(retriever):
     for key in ("threshold", "candidates", "top_score", "reference_chars"):
         assert key in data
     assert data["candidates"] >= 1
+
+
+def test_candidate_list_is_capped_but_the_total_kept(settings):
+    retriever = retrieval.load_retriever(settings.replace(threshold=0.0, max_candidates=2))
+    result = retriever.search("治療")
+    assert len(result.candidates) == 2
+    assert result.candidates_total >= 3
+    assert result.to_json()["candidates_total"] == result.candidates_total
+    scores = [c.score for c in result.candidates]
+    assert scores == sorted(scores, reverse=True)
