@@ -50,6 +50,7 @@ class BenchRun:
     metrics: dict[str, Any] = field(default_factory=dict)
     workbook: str | None = None
     seconds: float | None = None
+    workers: int = 1  # processes that answered the questions (latency is measured inside each)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -100,6 +101,11 @@ class BenchReport:
             "out-of-scope refused: held-back articles' questions answered with the refusal; "
             "oos no candidate: those left with no candidate page at all.",
             "verbatim: answered questions whose every line is a stored line of a cited page.",
+            "p50 ms: latency of one question (keywords, retrieval, answer, audit row), measured with "
+            + ", ".join(sorted({f"{r.workers} worker processes" if r.workers > 1 else "one process" for r in self.runs
+                                if r.status == "ok"})) + " running; "
+            + "wall time per run: " + ", ".join(f"{r.pipeline}/{r.mode} {r.seconds:.0f} s" for r in self.runs
+                                                if r.status == "ok") + ".",
         ]
         if self.workdir:
             lines.append(f"site, store and result workbooks: {self.workdir}")
@@ -203,7 +209,8 @@ def run_devbench(
                 values = {k: v["value"] for k, v in outcome.summary.items()}
                 runs.append(BenchRun(pipeline, mode, "ok", metrics=values,
                                      workbook=str(out) if keep else None,
-                                     seconds=round(time.monotonic() - t0, 1)))
+                                     seconds=round(time.monotonic() - t0, 1),
+                                     workers=int(dict(outcome.meta).get("worker_processes", 1))))
         return BenchReport(
             questions=len(chosen),
             in_scope=sum(q.kind == IN_SCOPE for q in chosen),

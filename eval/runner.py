@@ -1,9 +1,14 @@
 """Run a question set through the chatbot, one fresh session per question, and score it.
 
-Each question gets a new `Chatbot` (sharing only the read-only retriever and the model
-client), so no conversation state can leak from one question to the next. The retriever
-is wrapped to record the retrieval result of each question: the candidates and the whole
-reference, which the answer object alone does not carry.
+Each question gets a new `Chatbot` (sharing only the read-only retriever, the model
+client and the store connection), so no conversation state can leak from one question to
+the next. The retriever is wrapped to record the retrieval result of each question: the
+candidates and the whole reference, which the answer object alone does not carry.
+
+Big sets (settings.eval_parallel_min questions or more) are spread over one worker
+process per core (spawned, each loading its own retriever), in batches; results are put
+back in question order, so they are the same as in-process, latency aside (latencies
+are measured inside each worker, with the other workers running).
 
 The results workbook is rewritten (atomically) now and then while the run goes on and
 once more at the end, also on Ctrl-C: an interrupted run leaves a valid workbook with
