@@ -313,12 +313,20 @@ def char_bigrams(spans: Iterable[str]) -> list[str]:
     They match what the terms miss: katakana spellings and compounds that MeCab splits
     differently in the question and in the text."""
     out: list[str] = []
+    cache = _BIGRAM_CACHE
     for span in spans:
-        if len(span) == 1:
-            out.append(span)
-        else:
-            out.extend(span[i : i + 2] for i in range(len(span) - 1))
+        grams = cache.get(span)
+        if grams is None:
+            if len(cache) > _TOKEN_CACHE_MAX:
+                cache.clear()
+            grams = cache[span] = (span,) if len(span) == 1 else tuple(
+                span[i : i + 2] for i in range(len(span) - 1)
+            )
+        out.extend(grams)
     return out
+
+
+_BIGRAM_CACHE: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass

@@ -194,12 +194,19 @@ def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
     w = _WORKER
     assert w is not None, "_init_worker was not called"
     title, lines = job
-    tids: list[np.ndarray] = []
-    bids: list[np.ndarray] = []
+    # all texts' tokens in one list each, then split by offsets: one id pass per page
+    terms: list[str] = []
+    grams: list[str] = []
+    t_ends: list[int] = []
+    b_ends: list[int] = []
     for text in (title, *lines):
         a = w.analyzer.analysis(text)
-        tids.append(_local_ids([t.text for t in a.terms], w.terms, w.term_list))
-        bids.append(_local_ids(char_bigrams(a.spans), w.bigrams, w.bigram_list))
+        terms.extend([t.text for t in a.terms])
+        grams.extend(char_bigrams(a.spans))
+        t_ends.append(len(terms))
+        b_ends.append(len(grams))
+    tids = np.split(_local_ids(terms, w.terms, w.term_list), t_ends[:-1])
+    bids = np.split(_local_ids(grams, w.bigrams, w.bigram_list), b_ends[:-1])
     passages = []
     for heading, first, last in segment(lines, w.passage_chars, w.heading_max_chars):
         picks = [0] + ([heading] if heading else []) + list(range(first, last + 1))
