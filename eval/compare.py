@@ -63,12 +63,12 @@ class Comparison:
             + (f" ({self.only_a} only in A, {self.only_b} only in B: left out)" if self.only_a or self.only_b else "")
             + f"; paired bootstrap, {self.resamples} resamples, seed {self.seed}",
             "",
-            f"{'metric':<28}{'A':>10}{'B':>10}{'A-B':>10}  {'95% interval':<22}{'n':>6}",
+            f"{'metric':<28}{'A':>11}{'B':>11}{'A-B':>11}  {'95% interval':<26}{'n':>6}",
         ]
         for d in self.differences:
             interval = "" if d.low is None else f"[{d.low:+.4f}, {d.high:+.4f}]"
             mark = " *" if d.low is not None and (d.low > 0 or d.high < 0) else ""
-            lines.append(f"{d.metric:<28}{_f(d.a):>10}{_f(d.b):>10}{_f(d.diff, True):>10}  {interval + mark:<22}{d.n:>6}")
+            lines.append(f"{d.metric:<28}{_f(d.a):>11}{_f(d.b):>11}{_f(d.diff, True):>11}  {interval + mark:<26}{d.n:>6}")
         lines.append("")
         lines.append("* the interval excludes 0")
         return "\n".join(lines)
