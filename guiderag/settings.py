@@ -197,6 +197,10 @@ class Settings:
             raise InputError("max_page_bytes must be > 0, max_redirects >= 0 and abort_after_failures >= 0")
         if self.backoff_s < 0 or self.split_lines_over_chars < 0:
             raise InputError("backoff_s and split_lines_over_chars must be >= 0")
+        if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):
+            raise InputError("bigram_weight and page_weight must be between 0 and 1")
+        if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
+            raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 
 
 def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:

@@ -18,7 +18,6 @@ import itertools
 import os
 import random
 import resource
-import statistics
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,11 +27,10 @@ from typing import Sequence
 from guiderag.settings import Settings
 from store import PageVersion
 
-from .analyzer import tagger
+from .analyzer import protocol_nouns, tagger
 from .index import build_data, load_data, make_analyzer, save_data
 from .pipeline_ours import OursRetriever
 from .pipeline_protocol import ProtocolRetriever, page_text
-from .analyzer import protocol_nouns
 
 SEED = 20261129
 PAGE_CHARS = 2000

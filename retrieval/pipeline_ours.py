@@ -32,7 +32,7 @@ import numpy as np
 from guiderag.settings import Settings
 from store import PageVersion
 
-from .analyzer import COMPOUND, VERB, Analyzer, Term, char_bigrams
+from .analyzer import COMPOUND, VERB, Analyzer, char_bigrams
 from .index import IndexData, unseen_idf
 from .keywords import clean_keywords, highest_idf_nouns
 from .result import Candidate, Passage, RetrievalResult
