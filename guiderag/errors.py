@@ -9,6 +9,7 @@ GuiderageError
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is missing, locked or corrupt
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
+├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
 └── ModelError        the language model is unreachable or failing
     └── ModelNotConfiguredError (also an InputError: exit 2)
@@ -52,6 +53,11 @@ class StoreError(GuiderageError):
 
 class IndexCorruptError(GuiderageError):
     """The retrieval index is missing, stale or corrupt; rebuild it with `guiderag index`."""
+
+
+class IndexWriteError(GuiderageError):
+    """The retrieval index could not be written (disk full, permissions); the previous
+    index, if any, is still the current one."""
 
 
 class EmptyCorpusError(InputError):

@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.errors import EmptyCorpusError, IndexCorruptError
+from guiderag.errors import EmptyCorpusError, IndexCorruptError, IndexWriteError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
 from store import PageVersion, Store
@@ -414,11 +414,11 @@ def _sha256(path: Path) -> str:
 def save_data(data: IndexData, index_dir: Path) -> Path:
     """Write `data` as a new version and make it current atomically. Returns its folder."""
     index_dir = Path(index_dir)
-    index_dir.mkdir(parents=True, exist_ok=True)
     name = f"v-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
     tmp = index_dir / ("tmp-" + name)
-    tmp.mkdir()
     try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
         files: dict[str, str] = {}
         for key in MATRICES:
             path = tmp / f"{key}.npz"
@@ -461,6 +461,12 @@ def save_data(data: IndexData, index_dir: Path) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(pointer, index_dir / "CURRENT")
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise IndexWriteError(
+            f"cannot write the retrieval index under {index_dir} ({exc}); free disk space or "
+            "fix permissions, then run `guiderag index`. The previous index is unchanged."
+        ) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from guiderag.errors import IndexCorruptError
+from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.settings import Settings
 
 from .index import build_data, check_matches, index_fingerprint, load_data, make_analyzer, read_corpus, save_data
@@ -30,5 +30,9 @@ def load_retriever(settings: Settings) -> Retriever:
     except IndexCorruptError as exc:
         print(f"guiderag: {exc}; rebuilding it now", file=sys.stderr)
         data = build_data(pages, corpus_version, settings, analyzer)
-        data.path = save_data(data, settings.index_dir)
+        try:
+            data.path = save_data(data, settings.index_dir)
+        except IndexWriteError as write_error:
+            # answering still works from the index built in memory
+            print(f"guiderag: {write_error} Using the index built in memory.", file=sys.stderr)
     return OursRetriever(settings, pages, data, analyzer)

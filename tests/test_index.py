@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import retrieval
-from guiderag.errors import IndexCorruptError
+from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.cli import main
 from retrieval.index import load_data, save_data
 from retrieval_corpus import BASE, LUNG, PAGES, settings_for, write_pages
@@ -106,7 +106,7 @@ def test_current_pointer_problems(settings):
         load_data(settings.index_dir)
 
 
-def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch):
+def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, capsys):
     retrieval.build_index(settings)
     before = _current(settings)
     calls = {"n": 0}
@@ -119,11 +119,18 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch):
         return real(path, matrix, **kw)
 
     monkeypatch.setattr(sp, "save_npz", failing)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(IndexWriteError, match="disk full.*previous index is unchanged"):
         retrieval.build_index(settings)
-    monkeypatch.undo()
     assert _current(settings) == before
     assert not list(settings.index_dir.glob("tmp-*"))  # the half-built folder is gone
+    # a stale index that cannot be replaced: answers come from one built in memory
+    write_pages(settings.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
+    calls["n"] = 0
+    retriever = retrieval.load_retriever(settings)
+    assert "index built in memory" in capsys.readouterr().err
+    assert retriever.search("喀痰細胞診").governed
+    monkeypatch.undo()
+    assert _current(settings) == before
     load_data(settings.index_dir)
 
 
