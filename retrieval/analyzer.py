@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
-ANALYZER_VERSION = "5"
+ANALYZER_VERSION = "6"
 
 # Token kinds.
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
@@ -152,6 +152,9 @@ def _classify(surface: str, features: str) -> Token:
         if len(feature) > 2 and feature[2] == "副詞可能":
             return Token(surface, form, ADVERBIAL)
         return Token(surface, form, NOUN)
+    if pos1 == "形状詞" and pos2 != "助動詞語幹":
+        # adjectival nouns (温暖, 重要) are content words and head compounds (温暖化)
+        return Token(surface, _lemma(feature, surface), NOUN)
     if pos1 == "接頭辞":
         return Token(surface, _lemma(feature, surface), PREFIX)
     if pos1 == "接尾辞":
@@ -270,14 +273,19 @@ def analyze_tokens(
     terms = result.terms
     spans = result.spans
     run: list[Token] = []
+    after_stop = False  # the previous token was a stop word (何, 事...)
     for tok in tokens:
         kind = tok.kind
         if kind in _RUN_KINDS:
             if tok.space_before and run:
                 _flush(run, terms, spans, parts)
                 run = []
+            if not run and kind == SUFFIX and after_stop:
+                continue  # the counter of 何人, 何回 belongs to the question word
+            after_stop = False
             run.append(tok)
             continue
+        after_stop = kind == OTHER and tok.form in STOP_NOUNS
         if run:
             _flush(run, terms, spans, parts)
             run = []

@@ -115,3 +115,10 @@ def test_parse_keywords_from_model_replies():
     assert parse_keywords("「肺がん」, 「手術」, 「費用」", 3) == ["肺がん", "手術", "費用"]
     assert parse_keywords("- 副作用\n- 副作用\n- 吐き気") == ["副作用", "吐き気"]
     assert parse_keywords("") == []
+
+
+def test_adjectival_nouns_head_compounds_and_counters_stay_with_question_words():
+    terms = analyze("地球温暖化の必要性")
+    assert {"地球温暖化", "温暖化", "必要性"} <= set(terms)
+    assert "化" not in terms  # not a lone suffix
+    assert analyze("何人兄弟ですか") == ["兄弟"]  # 人 belongs to 何
