@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, NamedTuple
@@ -54,6 +55,19 @@ _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
 
 _TAGGER: MeCab.Tagger | None = None
 _TAGGER_PID: int | None = None
+# A node list lives in the tagger's lattice until its next parse: threads (the app serves
+# several sessions) take turns, one whole parse-and-read at a time.
+_TAGGER_LOCK = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked index worker starts with its own tagger and an unheld lock."""
+    global _TAGGER, _TAGGER_PID, _TAGGER_LOCK
+    _TAGGER, _TAGGER_PID, _TAGGER_LOCK = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def tagger() -> MeCab.Tagger:
@@ -113,20 +127,21 @@ def tokenize(text: str) -> list[Token]:
     cache = _TOKEN_CACHE
     if len(cache) > _TOKEN_CACHE_MAX:
         cache.clear()
-    node = tagger().parseToNode(text)
-    while node is not None:
-        surface = node.surface
-        if surface:
-            key = (surface, node.feature)
-            token = cache.get(key)
-            if token is None:
-                token = cache[key] = _classify(surface, key[1])
-            if token.kind == ASCII:
-                has_ascii = True
-            if spaced and node.rlength > node.length:
-                token = token._replace(space_before=True)
-            append(token)
-        node = node.next
+    with _TAGGER_LOCK:
+        node = tagger().parseToNode(text)
+        while node is not None:
+            surface = node.surface
+            if surface:
+                key = (surface, node.feature)
+                token = cache.get(key)
+                if token is None:
+                    token = cache[key] = _classify(surface, key[1])
+                if token.kind == ASCII:
+                    has_ascii = True
+                if spaced and node.rlength > node.length:
+                    token = token._replace(space_before=True)
+                append(token)
+            node = node.next
     return _glue_ascii(raw) if has_ascii else raw
 
 
@@ -384,11 +399,12 @@ def protocol_clean(text: str) -> str:
 def protocol_nouns(text: str) -> str:
     """The protocol: MeCab (default dictionary) nouns of the cleaned text, space-joined."""
     nouns: list[str] = []
-    node = tagger().parseToNode(protocol_clean(text))
-    while node is not None:
-        if node.surface and node.feature.startswith("名詞,"):
-            nouns.append(node.surface)
-        node = node.next
+    with _TAGGER_LOCK:
+        node = tagger().parseToNode(protocol_clean(text))
+        while node is not None:
+            if node.surface and node.feature.startswith("名詞,"):
+                nouns.append(node.surface)
+            node = node.next
     return " ".join(nouns)
 
 

@@ -122,3 +122,22 @@ def test_adjectival_nouns_head_compounds_and_counters_stay_with_question_words()
     assert {"地球温暖化", "温暖化", "必要性"} <= set(terms)
     assert "化" not in terms  # not a lone suffix
     assert analyze("何人兄弟ですか") == ["兄弟"]  # 人 belongs to 何
+
+
+def test_threads_share_the_tagger_safely():
+    # The app serves sessions from threads; a node list lives in the tagger's lattice
+    # until its next parse. Switching threads very often makes an unguarded
+    # traversal read another thread's nodes (this fails without the analyzer's lock).
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"胸腺腫の手術{i}回目とEGFR遺伝子変異、肺がんの薬物療法の副作用について" for i in range(300)]
+    expected = [analyze(t) for t in texts]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(2):
+            with ThreadPoolExecutor(4) as pool:
+                assert list(pool.map(analyze, texts)) == expected
+    finally:
+        sys.setswitchinterval(interval)
