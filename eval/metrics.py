@@ -205,7 +205,7 @@ def in_subset(row: dict, subset: str) -> bool:
     if subset == "reference":
         return bool(row.get("reference_answer"))
     if subset == "gold":
-        return bool(row.get("reference_answer") or row.get("gold_answers"))
+        return bool(row.get("gold_answers"))
     if subset == "gold_url":
         return bool(row.get("gold_url"))
     raise ValueError(f"unknown subset {subset!r}")

@@ -4,8 +4,10 @@ Question workbook: the first sheet (or one named "Questions"), a header row, one
 question. Columns, matched case-insensitively, with spaces, hyphens and underscores
 treated alike: `id`, `question`, `kind` (in_scope / out_of_scope; "in scope", "In-Scope"
 are accepted), optional `reference_answer` (also "reference"), optional `gold_url` (also
-"url"), optional `gold_answers` (every accepted answer string: a JSON list, or one per
-line). Japanese headers are accepted too (番号, 質問, 種別, 模範解答, 正解URL).
+"url"), optional `gold_answers` (every accepted exact answer string: a JSON list, or one
+per line; used for "gold in answer" and "answer in reference", while the reference answer
+is scored with ROUGE-L and word precision/recall/F1). Japanese headers are accepted too
+(番号, 質問, 種別, 模範解答, 正解URL, 正解).
 
 Rows that are entirely blank are skipped (with a warning when they sit between
 questions, since a blank line in a spreadsheet is harmless). A row that is only partly
@@ -71,10 +73,12 @@ class Question:
 
     @property
     def golds(self) -> list[str]:
-        """Every accepted answer string: the gold answers, else the reference answer."""
-        if self.gold_answers:
-            return list(self.gold_answers)
-        return [self.reference_answer] if self.reference_answer else []
+        """The accepted exact answer strings (gold_in_answer, answer_in_reference).
+
+        Only the gold_answers column: a reference answer is a model answer, often in other
+        words, scored by ROUGE-L and word P/R/F1, never by containment.
+        """
+        return list(self.gold_answers)
 
 
 # --- reading questions -------------------------------------------------------

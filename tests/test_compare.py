@@ -15,7 +15,7 @@ from guiderag.cli import main
 
 def _rows(hits: list[int], ids: list[str] | None = None) -> list[dict]:
     ids = ids or [f"q{i}" for i in range(len(hits))]
-    return [{"id": i, "kind": "in_scope", "reference_answer": "x", "gold_hit": bool(h),
+    return [{"id": i, "kind": "in_scope", "reference_answer": "x", "gold_answers": ["x"], "gold_hit": bool(h),
              "governed": True, "latency_ms": 10.0 * (k + 1)} for k, (i, h) in enumerate(zip(ids, hits))]
 
 

@@ -110,26 +110,29 @@ def test_not_an_xlsx(tmp_path: Path):
 
 
 def test_results_round_trip_with_reviewer_dropdowns(tmp_path: Path):
-    q1 = Question("Q1", "胸腺腫瘍の診断方法は？", "in_scope", "CT 検査", "http://127.0.0.1:9/guide/q1.html")
+    q1 = Question("Q1", "胸腺腫瘍の診断方法は？", "in_scope", "CT 検査", "http://127.0.0.1:9/guide/q1.html", ["CT 検査"])
     q2 = Question("Q2", "小児の神経膠腫の治療法は？", "out_of_scope")
-    q3 = Question("Q3", "胸腺腫瘍の手術は？", "in_scope", "手術")
+    q3 = Question("Q3", "胸腺腫瘍の手術は？", "in_scope", "手術", None, ["手術"])
+    q4 = Question("Q4", "胸腺腫瘍の検査は？", "in_scope", "CT 検査を行います")  # a reference answer but no gold strings
     text = "胸腺腫瘍の診断には CT 検査を行います。\nMRI 検査を行うこともあります。"
     rows = [
         score(q1, _answer(q1.question, text), None, 12.5, _lines),
         score(q2, _answer(q2.question, "", governed=False), None, 3.25, _lines),
         failed_row(q3, RuntimeError("model down"), 1.0),
+        score(q4, _answer(q4.question, text), None, 5.0, _lines),
     ]
     r1 = rows[0]
     assert r1["verbatim"] is True and r1["gold_hit"] is True and r1["page_first"] is True
     assert r1["answer_in_reference"] is True and r1["answer_chars"] == len(text)
     assert rows[1]["refused"] is True and rows[1]["no_candidate"] is True and rows[1]["verbatim"] is None
+    assert "gold_hit" not in rows[3] and rows[3]["rouge_l_f1"] > 0  # a reference answer is not a gold string
 
     summary = metrics.summarize(rows)
     path = tmp_path / "results.xlsx"
     write_results(path, rows, summary, [("mode", "extract"), ("status", "complete")], [("tokens", metrics.TOKENS_DESCRIPTION)])
     back, back_summary, meta = read_results(path)
 
-    assert [r["id"] for r in back] == ["Q1", "Q2", "Q3"]
+    assert [r["id"] for r in back] == ["Q1", "Q2", "Q3", "Q4"]
     assert back[0]["json"] == _answer(q1.question, text).to_json()
     assert back[0]["answer"] == text and back[0]["candidates"].endswith("http://127.0.0.1:9/guide/q1.html")
     assert back[0]["verbatim"] is True and back[1]["refused"] is True and back[2]["failed"] is True
@@ -152,7 +155,7 @@ def test_results_round_trip_with_reviewer_dropdowns(tmp_path: Path):
     assert lists["relevance"][0] == '"very relevant,relevant,irrelevant"'
     assert lists["completeness"][0] == '"major omission,minor omission,just right,minor addition,major addition"'
     assert set(lists) == set(REVIEW_CHOICES)
-    assert all((lo, hi) == (2, 4) for _, lo, hi in lists.values())  # every data row has the drop-down
+    assert all((lo, hi) == (2, 5) for _, lo, hi in lists.values())  # every data row has the drop-down
     assert "Summary" in wb.sheetnames
 
 

@@ -77,9 +77,9 @@ def test_percentile_and_summary():
     assert metrics.percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert metrics.percentile([10, 20], 95) == pytest.approx(19.5)
     rows = [
-        {"kind": "in_scope", "governed": True, "refused": False, "gold_hit": True, "reference_answer": "a",
+        {"kind": "in_scope", "governed": True, "refused": False, "gold_hit": True, "reference_answer": "a", "gold_answers": ["a"],
          "answer_chars": 100, "verbatim": True, "latency_ms": 10, "rouge_l_f1": 0.5},
-        {"kind": "in_scope", "governed": False, "refused": True, "gold_hit": False, "reference_answer": "b",
+        {"kind": "in_scope", "governed": False, "refused": True, "gold_hit": False, "reference_answer": "b", "gold_answers": ["b"],
          "answer_chars": None, "verbatim": None, "latency_ms": 30, "rouge_l_f1": 0.0},
         {"kind": "out_of_scope", "governed": False, "refused": True, "latency_ms": 20},
         {"kind": "out_of_scope", "governed": True, "refused": False, "answer_chars": 300, "verbatim": False,
