@@ -149,7 +149,11 @@ class Chatbot:
         pipeline, which stays as published."""
         if self.settings.min_line_coverage <= 0 or result.pipeline == "protocol":
             return None
-        return line_coverage(question, result.passages, self._analyze(), self._idf(), result.keywords)
+        # The retriever's own query weights (verbs and unseen compounds count less than
+        # nouns) when it has them; else plain idf.
+        weights = getattr(self.retriever, "query_weights", None)
+        idf = weights(question, result.keywords) if callable(weights) else self._idf()
+        return line_coverage(question, result.passages, self._analyze(), idf, result.keywords)
 
     def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
         data = result.to_json()

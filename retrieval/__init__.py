@@ -5,7 +5,8 @@ Public surface (ARCHITECTURE.md):
 - `load_retriever(settings) -> Retriever`: the configured pipeline (settings.pipeline);
   for `ours` the index is loaded, and rebuilt when missing, corrupt or stale;
 - `Retriever.search(question, keywords=None) -> RetrievalResult`,
-  `.offline_keywords(question, k)`, `.idf(term)`, `.analyze(text)`, `.pages`, `.corpus_version`;
+  `.offline_keywords(question, k)`, `.idf(term)`, `.analyze(text)` (question terms, framing words
+  dropped), `.query_weights(question, keywords)` (ours), `.pages`, `.corpus_version`;
 - `analyze(text)`: the module-level, picklable analyzer;
 - keywords: `KEYWORD_PROMPT`, `keyword_prompt`, `parse_keywords` for a model's reply.
 """

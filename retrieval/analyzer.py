@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
-ANALYZER_VERSION = "6"
+ANALYZER_VERSION = "7"
 
 # Token kinds.
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
@@ -174,8 +174,12 @@ def _classify(surface: str, features: str) -> Token:
         return Token(surface, _lemma(feature, surface), PREFIX)
     if pos1 == "接尾辞":
         return Token(surface, _lemma(feature, surface), SUFFIX)
-    if pos1 in ("動詞", "形容詞") and pos2 != "非自立可能":
+    if pos1 in ("動詞", "形容詞"):
         form = _lemma(feature, surface)
+        if pos2 == "非自立可能":
+            # not a term, but its lemma lets a synonym phrase match any conjugation
+            # (髪が抜ける / 髪が抜けます / 髪が抜けて)
+            return Token(surface, form, OTHER)
         return Token(surface, form, OTHER if form in STOP_VERBS else VERB)
     return Token(surface, surface, OTHER)
 
@@ -281,9 +285,14 @@ def _run_terms(run: tuple[Token, ...], parts: bool) -> tuple[tuple[Term, ...], s
 
 
 def analyze_tokens(
-    tokens: list[Token], *, parts: bool = True, verbs: bool = True
+    tokens: list[Token], *, parts: bool = True, verbs: bool = True, canonical_spans: bool = False
 ) -> Analysis:
-    """Terms from tokens: compounds (plus their parts), ASCII terms, verb lemmas."""
+    """Terms from tokens: compounds (plus their parts), ASCII terms, verb lemmas.
+
+    With `canonical_spans` (questions), a synonym standing alone gives the character
+    bigrams of its canonical word, not of what the patient typed: the bigrams of
+    「髪が抜ける」 occur nowhere in a guideline that says 脱毛, and would only add
+    unmatched mass to the bigram channel."""
     result = Analysis()
     terms = result.terms
     spans = result.spans
@@ -293,7 +302,7 @@ def analyze_tokens(
         kind = tok.kind
         if kind in _RUN_KINDS:
             if tok.space_before and run:
-                _flush(run, terms, spans, parts)
+                _flush(run, terms, spans, parts, canonical_spans)
                 run = []
             if not run and kind == SUFFIX and after_stop:
                 continue  # the counter of 何人, 何回 belongs to the question word
@@ -302,7 +311,7 @@ def analyze_tokens(
             continue
         after_stop = kind == OTHER and tok.form in STOP_NOUNS
         if run:
-            _flush(run, terms, spans, parts)
+            _flush(run, terms, spans, parts, canonical_spans)
             run = []
         if kind == OTHER:
             continue
@@ -315,15 +324,15 @@ def analyze_tokens(
         elif kind == VERB and verbs:
             terms.append(Term(tok.form, tok.surface, VERB))
     if run:
-        _flush(run, terms, spans, parts)
+        _flush(run, terms, spans, parts, canonical_spans)
     return result
 
 
-def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool) -> None:
+def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool, canonical: bool = False) -> None:
     if len(run) == 1 and run[0].kind in _NOUN_KINDS:  # the common case: one word
         tok = run[0]
         terms.append(Term(tok.form, tok.surface, tok.kind))
-        spans.append(tok.surface)
+        spans.append(tok.form if canonical and tok.kind == SYNONYM else tok.surface)
         return
     run_terms, surface = _run_terms(tuple(run), parts)
     terms.extend(run_terms)
@@ -368,6 +377,21 @@ class Analyzer:
 
     def terms(self, text: str) -> list[Term]:
         return self.analysis(text).terms
+
+    def query_analysis(self, text: str) -> Analysis:
+        """The analysis of a question: as `analysis`, without the question-framing words
+        (retrieval.framing: 心配, 教えて, いつ頃, うちの父...), which say nothing about the
+        topic. Never used for pages: the index keeps every word."""
+        from .framing import drop_framing
+
+        tokens = tokenize(text)
+        if self.synonyms is not None:
+            tokens = self.synonyms.apply(tokens)
+        return analyze_tokens(drop_framing(tokens), parts=self.parts, verbs=self.verbs, canonical_spans=True)
+
+    def query_terms(self, text: str) -> list[str]:
+        """The term texts of `query_analysis`."""
+        return [t.text for t in self.query_analysis(text).terms]
 
     def __call__(self, text: str) -> list[str]:
         return [t.text for t in self.analysis(text).terms]

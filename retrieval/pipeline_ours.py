@@ -8,7 +8,10 @@ each channel (MeCab terms; character bigrams) gives
 
 with w the BM25-saturated frequency scaled to [0, 1] (k1 = 0.5: close to "is the term
 there") and q a query weight (nouns 1, verb/adjective lemmas settings.verb_weight, a
-compound never seen in the corpus settings.unknown_compound_weight). The denominator
+compound never seen in the corpus settings.unknown_compound_weight, a verb never seen
+settings.unknown_verb_weight more). Questions are read with Analyzer.query_analysis:
+question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が) are no
+terms, so they neither dilute nor inflate the score. The denominator
 counts question terms that occur nowhere in the corpus (at the idf of an unseen term),
 so a question about something the guideline never mentions scores low even when its
 common words match: that is the refusal signal. The score is
@@ -60,13 +63,30 @@ class OursRetriever(Retriever):
         return float(self.data.term_idf[j]) if j is not None else self._unseen
 
     def analyze(self, text: str) -> list[str]:
-        return self.analyzer(text)
+        """Terms of a question (or of a line compared with one), framing words dropped:
+        the chatbot's evidence gate and line choice then weigh topic words only."""
+        return self.analyzer.query_terms(text)
 
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
         k = self.settings.keyword_count if k is None else k
         return highest_idf_nouns(
-            self.analyzer.terms(question), self.idf, k, known=self.data.term_vocab.__contains__
+            self.analyzer.query_analysis(question).terms, self.idf, k, known=self.data.term_vocab.__contains__
         )
+
+    def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
+        """Each query term's weight in the refusal signal's denominator: query weight
+        (nouns 1, verbs settings.verb_weight, unseen compounds settings.unknown_compound_weight)
+        times idf (a term the corpus never uses: the unseen idf times
+        settings.unknown_term_weight). The chatbot's evidence gate weighs with the same
+        numbers, so a conjugated verb the guideline never uses (払える) counts there no
+        more than it does here."""
+        weights, _, _ = self._query(question, clean_keywords(keywords))
+        vocab, idf = self.data.term_vocab, self.data.term_idf
+        out: dict[str, float] = {}
+        for term, qw in weights.items():
+            j = vocab.get(term)
+            out[term] = qw * (float(idf[j]) if j is not None else self._unseen_query)
+        return out
 
     # -- scoring --------------------------------------------------------------------
     def _query(self, question: str, keywords: Sequence[str]) -> tuple[dict[str, float], set[str], list[str]]:
@@ -75,10 +95,12 @@ class OursRetriever(Retriever):
         bigrams: set[str] = set()
         vocab = self.data.term_vocab
         for text in (question, *keywords):
-            analysis = self.analyzer.analysis(text)
+            analysis = self.analyzer.query_analysis(text)
             for term in analysis.terms:
                 if term.kind == VERB:
                     w = self.settings.verb_weight
+                    if term.text not in vocab:
+                        w *= self.settings.unknown_verb_weight
                 elif term.kind == COMPOUND and term.text not in vocab:
                     w = self.settings.unknown_compound_weight
                 else:

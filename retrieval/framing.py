@@ -1,0 +1,88 @@
+"""Question-framing words: the words that frame ANY question, never its topic.
+
+Patients wrap a question in feelings (心配です, 不安です, 気になる, 怖い), requests
+(教えてください, 知りたい, お願いします), question words (いつ頃) and who is asking
+(うちの父が, 妻が). None of them says what the question is about, yet each one counted
+in the question's idf mass (the refusal signal's denominator, retrieval.pipeline_ours)
+and in the evidence gate's (chatbot.extract.line_coverage): a framing word the guideline
+rarely uses weighed more than the topic itself, and 「抗がん剤の副作用が心配です」 was
+refused.
+
+They are dropped from QUERIES only (the question and its keywords), never from the
+index: a page that is about anxiety still has the term 不安, and a question about it still
+has its topic words (相談, 気持ち). Keep this list to words that frame every kind of
+question in every guideline; a word that can be the subject of a question (痛み, つらさ,
+家族, 相談, 費用) does not belong here. Entries are the analyzer's forms: UniDic lemmas
+(気がかり -> 気掛かり, わかる -> 分かる, いつ頃 -> 何時頃).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .analyzer import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
+
+# Feelings about the question (not symptoms: つらい, 痛い, だるい stay topic words).
+FEELINGS = frozenset({"心配", "不安", "気掛かり", "気", "怖い", "恐い", "困る", "悩む", "大丈夫"})
+# Asking, wanting to know, politeness.
+REQUESTS = frozenset({
+    "教える", "知る", "分かる", "聞く", "尋ねる", "伺う", "存ずる", "下さる", "頂く", "願う",
+    "欲しい", "本当", "具体", "詳しい", "質問",
+})
+# Question words MeCab reads as nouns (何, 事, 方... are already stop nouns of the analyzer),
+# and the nouns of hearsay and blame that frame a question (〜するそうです, 〜のせいでしょうか).
+QUESTION_WORDS = frozenset({"何時", "何時頃", "何処", "何方", "そう", "所為"})
+# Who is asking: 「うちの父が」「妻が」 say whose question it is, not what it is about.
+ASKERS = frozenset({
+    "内", "父", "母", "妻", "夫", "主人", "家内", "息子", "娘", "両親", "祖父", "祖母", "親父", "お袋",
+})
+
+FRAMING_WORDS: frozenset[str] = FEELINGS | REQUESTS | QUESTION_WORDS | ASKERS
+
+# Only whole words are framing: 内 as the suffix of 体内 or 院内 is part of a compound.
+_WORD_KINDS = frozenset({NOUN, PROPER, ADVERBIAL, VERB})
+_NOUNISH = frozenset({NOUN, PROPER, SUFFIX, PREFIX, SYNONYM, ASCII})
+
+
+# 「手術のあと」 is the guideline's 「手術後」: after a noun and の, 後 becomes the noun's
+# suffix (the compound 手術後, with 手術 as its part); a 後 with no noun before it
+# (そのあと) only orders events and is no topic.
+_AFTER = "後"
+
+
+def join_after(tokens: list[Token]) -> list[Token]:
+    """Rewrite 「N の 後」 as 「N後」 and drop a free-standing 後 (see _AFTER)."""
+    if not any(t.form == _AFTER and t.kind == ADVERBIAL for t in tokens):
+        return tokens
+    out: list[Token] = []
+    for tok in tokens:
+        if tok.form == _AFTER and tok.kind == ADVERBIAL:
+            if len(out) >= 2 and out[-1].surface == "の" and out[-2].kind in _NOUNISH:
+                out.pop()
+                out.append(tok._replace(kind=SUFFIX))
+            else:
+                out.append(tok._replace(kind=OTHER))
+            continue
+        out.append(tok)
+    return out
+
+
+def is_framing(token: Token) -> bool:
+    """True for a whole-word token whose form is a question-framing word."""
+    return token.kind in _WORD_KINDS and token.form in FRAMING_WORDS
+
+
+def drop_framing(tokens: Iterable[Token], words: frozenset[str] = FRAMING_WORDS) -> list[Token]:
+    """The tokens with framing words turned into non-terms (kind OTHER), so they neither
+    count as terms nor glue compounds. Two kinds of stray affix go too, since a lone affix
+    would become a term of its own: a prefix left with no word after it (お of お願いします
+    once 願い is gone), and an empty-noun suffix after a verb (方 of やり方, 飲み方)."""
+    out = [
+        tok._replace(kind=OTHER) if tok.kind in _WORD_KINDS and tok.form in words else tok
+        for tok in join_after(list(tokens))
+    ]
+    for i, tok in enumerate(out):
+        if tok.kind == PREFIX and (i + 1 == len(out) or out[i + 1].kind not in _NOUNISH):
+            out[i] = tok._replace(kind=OTHER)
+        elif tok.kind == SUFFIX and tok.form in STOP_NOUNS and (i == 0 or out[i - 1].kind not in _NOUNISH):
+            out[i] = tok._replace(kind=OTHER)
+    return out

@@ -1,0 +1,123 @@
+"""Question-side analysis (retrieval.framing, Analyzer.query_analysis): framing words,
+synonym phrases on lemmas, 「Nのあと」, stray affixes, and the weights the evidence gate
+shares with retrieval. Real MeCab, a real store and index."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chatbot_helpers import indexed_settings
+from retrieval.analyzer import Analyzer
+from retrieval.framing import FRAMING_WORDS, drop_framing
+from retrieval.analyzer import tokenize
+from retrieval.synonyms import SynonymTable
+
+HAIR = SynonymTable.from_groups([["脱毛", "髪が抜ける"], ["入浴", "お風呂"]])
+
+
+def test_framing_words_are_dropped_from_questions_but_kept_in_the_index() -> None:
+    a = Analyzer()
+    question = "抗がん剤の副作用が心配です。詳しく教えてください"
+    assert "心配" in a(question) and "教える" in a(question)  # the index side keeps them
+    terms = a.query_terms(question)
+    assert "副作用" in terms
+    assert not set(terms) & FRAMING_WORDS
+    # feelings, requests, question words, who is asking: none of them is a term
+    for framing in ("不安です", "気になります", "知りたいです", "いつ頃ですか", "うちの父が", "妻が"):
+        assert a.query_terms("副作用が" + framing) == a.query_terms("副作用"), framing
+
+
+def test_a_framing_word_inside_a_compound_stays() -> None:
+    a = Analyzer()
+    # 内 frames 「うちの父」 but is part of 院内 / 体内: only whole words are framing
+    assert "院内" in a.query_terms("院内の相談窓口")
+    assert "体内" in a.query_terms("体内に残る")
+
+
+def test_stray_affixes_do_not_become_terms() -> None:
+    a = Analyzer()
+    assert "方" in a("手術のやり方")  # the index side: unchanged
+    assert "方" not in a.query_terms("手術のやり方")
+    assert "御" not in a.query_terms("お願いします、手術について")
+    assert "治療方針" in a.query_terms("治療方針")  # a suffix after a noun stays
+
+
+def test_noun_no_ato_is_the_compound_and_a_lone_ato_is_dropped() -> None:
+    a = Analyzer()
+    assert {"手術後", "手術"} <= set(a.query_terms("手術のあと、仕事はできますか"))
+    assert a.query_terms("手術の後") == a.query_terms("手術後")
+    assert "後" not in a.query_terms("そのあと抗がん剤を使います")
+
+
+@pytest.mark.parametrize("question", ["髪が抜けます", "髪が抜けるのはいつ頃", "髪が抜けて困っています", "髪が抜けた"])
+def test_a_synonym_phrase_matches_any_conjugation(question: str) -> None:
+    a = Analyzer(HAIR)
+    assert a.query_terms(question) == ["脱毛"]
+    assert a(question)[0] == "脱毛"  # the index side reads pages the same way
+
+
+def test_a_synonym_gives_the_bigrams_of_its_canonical_word() -> None:
+    a = Analyzer(HAIR)
+    assert a.query_analysis("お風呂").spans == ["入浴"]
+    assert a.analysis("お風呂").spans == ["お風呂"]  # pages keep what they say
+
+
+def test_drop_framing_accepts_a_custom_list() -> None:
+    tokens = tokenize("副作用が心配です")
+    kept = [t.form for t in drop_framing(tokens, frozenset()) if t.kind != "X"]
+    assert "心配" in kept
+    kept = [t.form for t in drop_framing(tokens) if t.kind != "X"]
+    assert "心配" not in kept
+
+
+PAGES = {
+    "http://guide.test/a.html": (
+        "薬物療法の副作用",
+        "副作用について",
+        "抗がん剤の副作用には、吐き気、脱毛、白血球の減少などがあります。",
+    ),
+    "http://guide.test/b.html": (
+        "手術後の生活",
+        "仕事への復帰",
+        "デスクワークであれば、退院後数週間で仕事に復帰できることが多いです。",
+    ),
+    "http://guide.test/c.html": ("検査", "胸部CT検査で腫瘍の大きさを調べます。"),
+}
+
+
+@pytest.fixture(scope="module")
+def retriever(tmp_path_factory: pytest.TempPathFactory):
+    import retrieval
+
+    settings = indexed_settings(Path(tmp_path_factory.mktemp("framing")), PAGES)
+    return retrieval.load_retriever(settings)
+
+
+def test_framing_words_do_not_lower_the_score(retriever) -> None:
+    plain = retriever.search("抗がん剤の副作用")
+    framed = retriever.search("抗がん剤の副作用が心配です。教えてください")
+    assert plain.governed and framed.governed
+    assert framed.top_score == pytest.approx(plain.top_score)
+    assert "心配" not in framed.keywords
+
+
+def test_an_unknown_verb_weighs_less_than_an_unknown_noun(retriever) -> None:
+    s = retriever.settings
+    weights = retriever.query_weights("副作用で泳げない")  # 泳ぐ: a verb the corpus never uses
+    unseen = retriever.query_weights("副作用のグリオーマ")["グリオーマ"]
+    assert weights["泳ぐ"] == pytest.approx(unseen * s.verb_weight * s.unknown_verb_weight)
+    assert weights["泳ぐ"] < unseen
+
+
+def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
+    from chatbot import Chatbot
+
+    settings = indexed_settings(tmp_path, PAGES)
+    with Chatbot(settings) as bot:
+        answer = bot.ask("手術のあと、いつから仕事に戻れますか")
+        assert answer.coverage == "governed", answer.retrieval
+        assert "仕事に復帰" in answer.answer
+        assert answer.retrieval["line_coverage"] >= settings.min_line_coverage
+        refused = bot.ask("グリオーマの手術のあと仕事に戻れますか")
+        assert refused.coverage == "not_governed"
