@@ -242,7 +242,7 @@ def test_synonym_list_format_and_vocabulary():
         assert len(terms) >= 2 and all(t and t == t.strip() for t in terms), repr(line)
         groups.append(terms)
         assert unicodedata.normalize("NFKC", terms[0]) in corpus, f"canonical {terms[0]!r} not in the site"
-    assert 20 <= len(groups) <= 40
+    assert len(groups) >= 20, "a useful list covers the common patient words"
     seen = [t for g in groups for t in g]
     assert len(seen) == len(set(seen)), "a term belongs to one group only"
 
