@@ -3,7 +3,7 @@
 eval/questions/sample_patient.xlsx (written from the sample pages, see its generator
 eval/questions/make_sample_patient.py): 50 in-scope questions in patients' words, each
 with the page that answers it, and 30 out-of-scope ones. Measured (extract mode, offline)
-after the query-side fixes: in scope answered 0.72, answered from the gold page 0.50,
+after the query-side fixes: in scope answered 0.76, answered from the gold page 0.56,
 out of scope refused 0.967 (before them: 0.52, 0.36, 0.967). The floors sit a little
 under those, so the test fails on a real regression, not on one question moving.
 """
@@ -17,8 +17,8 @@ from guiderag.cli import main
 from guiderag.settings import Settings
 
 WORKBOOK = Path(__file__).resolve().parent.parent / "eval" / "questions" / "sample_patient.xlsx"
-IN_SCOPE_ANSWERED_FLOOR = 0.64
-FROM_GOLD_PAGE_FLOOR = 0.44
+IN_SCOPE_ANSWERED_FLOOR = 0.68
+FROM_GOLD_PAGE_FLOOR = 0.48
 OUT_OF_SCOPE_REFUSED_FLOOR = 0.90
 
 
