@@ -79,6 +79,10 @@ class Settings:
     # ours: share of the whole page's score in a passage's score (0 measured best on JSQuAD:
     # a long page covers an out-of-scope question's words too easily).
     page_weight: float = 0.0
+    # ours: share of a passage's best line span (title, heading, a line and the next) in its
+    # score, the rest the whole window's; the span's score is capped at the window's, so
+    # this only lowers passages whose question terms lie scattered over unrelated lines.
+    span_weight: float = 0.5
     # ours: weight of verb/adjective lemmas relative to nouns in a query.
     verb_weight: float = 0.5
     # ours: weight of a query term found nowhere in the corpus, relative to its idf; it
@@ -203,6 +207,8 @@ class Settings:
             raise InputError("backoff_s and split_lines_over_chars must be >= 0")
         if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):
             raise InputError("bigram_weight and page_weight must be between 0 and 1")
+        if not 0.0 <= self.span_weight <= 1.0:
+            raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 

@@ -7,6 +7,7 @@ Layout under `settings.index_dir`:
                             vocab.json     (term and bigram vocabularies, column order)
                             arrays.npz     (idf vectors, passage map; numpy, no pickle)
                             passages_terms.npz, passages_bigrams.npz,
+                            spans_terms.npz, spans_bigrams.npz,
                             pages_terms.npz, pages_bigrams.npz  (scipy.sparse.save_npz)
 
 A build writes a `tmp-*` directory, renames it to `v-*` and only then replaces CURRENT
@@ -15,11 +16,19 @@ one. Nothing is unpickled: a user who can write the index folder cannot make us 
 
 Matrix values are BM25's saturated term frequency divided by (k1 + 1), so in [0, 1]; a
 query score is sum(idf * weight) / sum(idf over all query terms), also in [0, 1].
+
+Besides the passage windows the index holds one short span per body line: the page title,
+the line's heading, the line and the next line of its section. A passage's span range
+(passage_span_first .. passage_span_end, exclusive) lists the spans of its lines, so the
+pipeline can ask whether the question's terms meet within a couple of lines of the window
+or only scattered over unrelated lines of it. Span matrices hold presence (1), not BM25
+weights: a span is compared with its window by which terms it has, whatever its length.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import bisect
 import math
 import multiprocessing
 import os
@@ -42,8 +51,8 @@ from store import PageVersion, Store
 from .analyzer import Analyzer, char_bigrams
 from .synonyms import load_synonyms, synonyms_path
 
-INDEX_FORMAT = "guiderag-index/1"
-MATRICES = ("passages_terms", "passages_bigrams", "pages_terms", "pages_bigrams")
+INDEX_FORMAT = "guiderag-index/2"  # 2: line spans (spans_* matrices, passage_span_* arrays)
+MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
 _SENTENCE_END = tuple("。．.!?！？」』）)")
 # Worker processes pay off only beyond this many characters of text.
 _PARALLEL_MIN_CHARS = 400_000
@@ -137,6 +146,31 @@ def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) ->
     return out
 
 
+def line_spans(lines: Sequence[str], heading_max_chars: int) -> list[tuple[int, int, int]]:
+    """One span per body line, in line order, as (heading line or 0, line, next line of the
+    same section or 0), numbered from 1: the short context in which a question's terms
+    count as said together (a heading line itself is no span; it heads its section's)."""
+    out: list[tuple[int, int, int]] = []
+    heading = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if is_heading(line, heading_max_chars):
+            heading = number
+            continue
+        if out and out[-1][0] == heading and out[-1][2] == 0:
+            out[-1] = (out[-1][0], out[-1][1], number)
+        out.append((heading, number, 0))
+    return out
+
+
+def span_range(spans: Sequence[tuple[int, int, int]], first: int, last: int) -> tuple[int, int]:
+    """Indexes [start, end) of the spans whose line lies in first..last (spans in line order)."""
+    lines = [s[1] for s in spans]
+    lo, hi = bisect.bisect_left(lines, first), bisect.bisect_right(lines, last)
+    return (lo, hi) if lo < hi else (0, 0)
+
+
 # --- analysis (parallel for large corpora) ---------------------------------------------
 #
 # A worker analyses whole pages and turns them into sparse rows itself: each text (title,
@@ -207,17 +241,23 @@ def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
         b_ends.append(len(grams))
     tids = np.split(_local_ids(terms, w.terms, w.term_list), t_ends[:-1])
     bids = np.split(_local_ids(grams, w.bigrams, w.bigram_list), b_ends[:-1])
+    spans = line_spans(lines, w.heading_max_chars)
     passages = []
     for heading, first, last in segment(lines, w.passage_chars, w.heading_max_chars):
         picks = [0] + ([heading] if heading else []) + list(range(first, last + 1))
         passages.append(
-            (heading, first, last, _row([tids[i] for i in picks]), _row([bids[i] for i in picks]))
+            (heading, first, last, _row([tids[i] for i in picks]), _row([bids[i] for i in picks]),
+             span_range(spans, first, last))
         )
+    span_rows = []
+    for heading, line, nxt in spans:
+        picks = [0] + ([heading] if heading else []) + [line] + ([nxt] if nxt else [])
+        span_rows.append((_row([tids[i] for i in picks]), _row([bids[i] for i in picks])))
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
         w.sent_bigrams, w.bigram_list[w.sent_bigrams :],
-        _row(tids), _row(bids), passages,
+        _row(tids), _row(bids), passages, span_rows,
     )
     w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
     return result
@@ -282,6 +322,10 @@ class _Builder:
         self.nnz += len(row[0])
         self.indptr.append(self.nnz)
 
+    @property
+    def rows(self) -> int:
+        return len(self.indptr) - 1
+
     def matrix(self, ncols: int) -> sp.csr_matrix:
         indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
         data = np.concatenate(self.counts) if self.counts else np.empty(0, np.float32)
@@ -300,6 +344,13 @@ def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
     row_norm = np.repeat(norm, np.diff(m.indptr))
     tf = m.data
     m.data = np.minimum(1.0, tf / (tf + row_norm)).astype(np.float32)
+    return m
+
+
+def presence(counts: sp.csr_matrix) -> sp.csr_matrix:
+    """1 where a term occurs (spans ask whether the terms are there together, not how often)."""
+    m = counts.tocsr(copy=True)
+    m.data = np.ones_like(m.data, dtype=np.float32)
     return m
 
 
@@ -333,6 +384,10 @@ class IndexData:
     passage_last: np.ndarray
     passages_terms: sp.csc_matrix
     passages_bigrams: sp.csc_matrix
+    passage_span_first: np.ndarray  # the passage's spans: rows first .. end (exclusive)
+    passage_span_end: np.ndarray
+    spans_terms: sp.csc_matrix
+    spans_bigrams: sp.csc_matrix
     pages_terms: sp.csc_matrix
     pages_bigrams: sp.csc_matrix
     path: Path | None = None
@@ -355,6 +410,9 @@ def build_data(
     bigram_vocab: dict[str, int] = {}
     pt, pb = _Builder(), _Builder()  # passages
     gt, gb = _Builder(), _Builder()  # pages
+    st, sb = _Builder(), _Builder()  # line spans
+    span_first: list[int] = []
+    span_end: list[int] = []
     passage_page: list[int] = []
     passage_heading: list[int] = []
     passage_first: list[int] = []
@@ -362,16 +420,22 @@ def build_data(
     chars = 0
     maps: dict[int, tuple[_IdMap, _IdMap]] = {}
     for row, (page, result) in enumerate(zip(pages, analyze_pages(pages, settings, analyzer))):
-        pid, t_start, new_terms, b_start, new_bigrams, page_t, page_b, passages = result
+        pid, t_start, new_terms, b_start, new_bigrams, page_t, page_b, passages, span_rows = result
         tmap, bmap = maps.setdefault(pid, (_IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
         chars += len(page.title) + sum(len(l) for l in page.lines)
         gt.add_row(tmap.map(page_t))
         gb.add_row(bmap.map(page_b))
-        for heading, first, last, rt, rb in passages:
+        offset = st.rows
+        for rt, rb in span_rows:
+            st.add_row(tmap.map(rt))
+            sb.add_row(bmap.map(rb))
+        for heading, first, last, rt, rb, (s_lo, s_hi) in passages:
             pt.add_row(tmap.map(rt))
             pb.add_row(bmap.map(rb))
+            span_first.append(offset + s_lo)
+            span_end.append(offset + s_hi)
             passage_page.append(row)
             passage_heading.append(heading)
             passage_first.append(first)
@@ -394,6 +458,10 @@ def build_data(
         passage_last=np.asarray(passage_last, dtype=np.int32),
         passages_terms=saturate(pt.matrix(nt), k1, b).tocsc(),
         passages_bigrams=saturate(pb.matrix(nb), k1, b).tocsc(),
+        passage_span_first=np.asarray(span_first, dtype=np.int32),
+        passage_span_end=np.asarray(span_end, dtype=np.int32),
+        spans_terms=presence(st.matrix(nt)).tocsc(),
+        spans_bigrams=presence(sb.matrix(nb)).tocsc(),
         pages_terms=saturate(page_terms, k1, b).tocsc(),
         pages_bigrams=saturate(page_bigrams, k1, b).tocsc(),
         chars=chars,
@@ -431,6 +499,8 @@ def save_data(data: IndexData, index_dir: Path) -> Path:
             passage_heading=data.passage_heading,
             passage_first=data.passage_first,
             passage_last=data.passage_last,
+            passage_span_first=data.passage_span_first,
+            passage_span_end=data.passage_span_end,
         )
         vocab = {
             "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
@@ -546,6 +616,8 @@ def load_data(index_dir: Path, *, verify: bool = True) -> IndexData:
         passage_heading=arr["passage_heading"],
         passage_first=arr["passage_first"],
         passage_last=arr["passage_last"],
+        passage_span_first=arr["passage_span_first"],
+        passage_span_end=arr["passage_span_end"],
         path=folder,
         chars=int(manifest.get("chars", 0)),
         **mats,
@@ -560,6 +632,8 @@ def _check_shapes(data: IndexData, index_dir: Path) -> None:
     expected = {
         "passages_terms": (nq, nt),
         "passages_bigrams": (nq, nb),
+        "spans_terms": (data.spans_terms.shape[0], nt),
+        "spans_bigrams": (data.spans_terms.shape[0], nb),
         "pages_terms": (np_, nt),
         "pages_bigrams": (np_, nb),
     }
@@ -572,6 +646,10 @@ def _check_shapes(data: IndexData, index_dir: Path) -> None:
         raise _corrupt(index_dir, "has a passage map of inconsistent length")
     if nq and (data.passage_page.min() < 0 or data.passage_page.max() >= np_):
         raise _corrupt(index_dir, "has a passage map pointing outside its pages")
+    ns = data.spans_terms.shape[0]
+    first, end = data.passage_span_first, data.passage_span_end
+    if len(first) != nq or len(end) != nq or (nq and (first.min() < 0 or end.max() > ns or (end < first).any())):
+        raise _corrupt(index_dir, "has a passage-to-span map that does not match its spans")
 
 
 # --- the public entry points ------------------------------------------------------------

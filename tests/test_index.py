@@ -32,7 +32,7 @@ def test_build_writes_npz_and_json_only(settings):
     names = sorted(p.name for p in folder.iterdir())
     assert names == sorted(
         ["manifest.json", "vocab.json", "arrays.npz", "passages_terms.npz", "passages_bigrams.npz",
-         "pages_terms.npz", "pages_bigrams.npz"]
+         "spans_terms.npz", "spans_bigrams.npz", "pages_terms.npz", "pages_bigrams.npz"]
     )
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["corpus_version"] == info.corpus_version
