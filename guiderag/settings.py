@@ -79,9 +79,9 @@ class Settings:
     # ours: share of the whole page's score in a passage's score (0 measured best on JSQuAD:
     # a long page covers an out-of-scope question's words too easily).
     page_weight: float = 0.0
-    # ours: share of a passage's best line span (title, heading, a line and the next) in its
-    # score, the rest the whole window's; the span's score is capped at the window's, so
-    # this only lowers passages whose question terms lie scattered over unrelated lines.
+    # ours: a passage's score is scaled by (1 - span_weight + span_weight * r), r the share of
+    # its matched question terms that its best line span (title, heading, a line and the
+    # next) also holds: only passages whose terms lie scattered over unrelated lines lose.
     span_weight: float = 0.5
     # ours: weight of verb/adjective lemmas relative to nouns in a query.
     verb_weight: float = 0.5
