@@ -19,13 +19,13 @@ common words match: that is the refusal signal. The score is
     ((1 - bigram_weight) * c_terms + bigram_weight * c_bigrams) ** score_power
 
 where c is first made proximity-aware. With p(x) the same share counting presence only
-(w = 1 for a term found), a window's best line span (the title, the heading, one line and
-the next, retrieval.index.line_spans) gives the share of the window's matched terms that
-also meet on a line or two, r = min(1, max over spans p(span) / p(window)), and
+(w = 1 for a term found), a window's best line span (the title, the heading and one line,
+retrieval.index.line_spans) gives the share of the window's matched terms that also meet
+on one line, r = min(1, max over spans p(span) / p(window)), and
 
     c = c_window * (1 - span_weight + span_weight * r),
 
-so the question's terms said together on a line or two count fully and the same terms
+so the question's terms said together on one line count fully and the same terms
 scattered over unrelated lines of a window count less (a surgery page whose 入院期間 and
 放射線治療 sit five lines apart is no answer to how long radiotherapy takes). r <= 1: a
 span never raises a passage, so the threshold keeps its meaning. The result is (optionally mixed with the page's own score, settings.page_weight, 0 by default) in

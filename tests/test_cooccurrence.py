@@ -61,10 +61,10 @@ def test_full_span_weight_keeps_scores_in_range_and_order(db):
     assert all(0.0 <= s <= 1.0 for s in scores.values())
 
 
-def test_line_spans_pair_each_body_line_with_the_next_of_its_section():
+def test_line_spans_are_body_lines_under_their_heading():
     lines = ("Q1 題名ですか？", "見出し", "一行目です。", "二行目です。", "", "別の見出し", "三行目です。")
     spans = line_spans(lines, heading_max_chars=40)
     # the title line ends like a question: body text; headings are no spans
-    assert spans == [(0, 1, 0), (2, 3, 4), (2, 4, 0), (6, 7, 0)]
+    assert spans == [(0, 1), (2, 3), (2, 4), (6, 7)]
     assert span_range(spans, 3, 4) == (1, 3)
     assert span_range(spans, 5, 5) == (0, 0)  # no body line there: no span
