@@ -9,6 +9,7 @@ from .errors import (
     QuestionError,
     ScrapeError,
     StoreError,
+    StoreMissingError,
     WorkbookError,
 )
 from .settings import Settings
@@ -24,6 +25,7 @@ __all__ = [
     "ScrapeError",
     "Settings",
     "StoreError",
+    "StoreMissingError",
     "WorkbookError",
 ]
 __version__ = "0.1.0"

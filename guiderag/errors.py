@@ -7,7 +7,8 @@ GuiderageError
 │   ├── QuestionError
 │   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
-├── StoreError        the SQLite store is missing, locked or corrupt
+├── StoreError        the SQLite store is locked or corrupt
+│   └── StoreMissingError (also an InputError: exit 2) no store at --db
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
@@ -49,6 +50,12 @@ class ScrapeError(GuiderageError):
 
 class StoreError(GuiderageError):
     """The page store cannot be opened or used."""
+
+
+class StoreMissingError(StoreError, InputError):
+    """--db / GUIDERAG_DB names no store: bad input, exit 2."""
+
+    exit_code = 2
 
 
 class IndexCorruptError(GuiderageError):

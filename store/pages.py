@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from guiderag.errors import StoreError
+from guiderag.errors import StoreError, StoreMissingError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -137,7 +137,7 @@ class Store:
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
         if not create and not self.path.exists():
-            raise StoreError(
+            raise StoreMissingError(
                 f"no page store at {self.path}: run `guiderag scrape TOC_URL` (or "
                 "`guiderag scrape --sample`) first, or point --db / GUIDERAG_DB at an existing store"
             )

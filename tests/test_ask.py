@@ -176,7 +176,7 @@ def test_no_store_is_a_clear_error_and_creates_nothing(tmp_path, capsys, monkeyp
         if key.startswith(("GUIDERAG_", "OPENAI_")):
             monkeypatch.delenv(key)
     missing = tmp_path / "none.db"
-    assert main(["ask", THYMIC, "--db", str(missing)]) == 1
+    assert main(["ask", THYMIC, "--db", str(missing)]) == 2  # bad input: --db names no store
     assert "scrape" in capsys.readouterr().err
     assert not missing.exists()
 

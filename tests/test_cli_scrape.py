@@ -64,7 +64,7 @@ def test_pages_lists_the_store_as_json(fast_env: Path, capsys) -> None:
 
 
 def test_pages_without_a_store_is_a_clear_error(fast_env: Path, capsys) -> None:
-    assert main(["pages"]) == 1
+    assert main(["pages"]) == 2  # bad input: --db / GUIDERAG_DB names no store
     assert "no page store" in capsys.readouterr().err
     assert not fast_env.exists()
 

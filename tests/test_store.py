@@ -115,5 +115,7 @@ def test_not_a_database_is_a_clear_error(tmp_path):
 
 
 def test_missing_store_without_create(tmp_path):
-    with pytest.raises(StoreError, match="guiderag scrape"):
+    with pytest.raises(StoreError, match="guiderag scrape") as exc:
         Store(tmp_path / "none.db", create=False)
+    assert exc.value.exit_code == 2
+    assert not (tmp_path / "none.db").exists()
