@@ -223,6 +223,16 @@ def _row(parts: list[np.ndarray]) -> _Row:
     return uniq.astype(np.int32), counts.astype(np.float32)
 
 
+def _presence_block(ids: list[np.ndarray], picks: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows made of the texts `picks` (indexes into `ids`), as (all ids, ones, row lengths)."""
+    parts = [ids[i] for pick in picks for i in pick]
+    if not parts:
+        return np.empty(0, np.int32), np.empty(0, np.float32), np.empty(0, np.int64)
+    flat = np.concatenate(parts).astype(np.int32, copy=False)
+    lengths = np.fromiter((sum(len(ids[i]) for i in pick) for pick in picks), dtype=np.int64, count=len(picks))
+    return flat, np.ones(len(flat), dtype=np.float32), lengths
+
+
 def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
     """Rows of one page in the worker's ids, and the worker's new vocabulary."""
     w = _WORKER
@@ -249,10 +259,10 @@ def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
             (heading, first, last, _row([tids[i] for i in picks]), _row([bids[i] for i in picks]),
              span_range(spans, first, last))
         )
-    span_rows = []
-    for heading, line in spans:
-        picks = [0] + ([heading] if heading else []) + [line]
-        span_rows.append((_row([tids[i] for i in picks]), _row([bids[i] for i in picks])))
+    # Spans only record presence, so their ids stay unsorted and repeated (presence() merges
+    # them); one array pair per page is cheap to send and to map.
+    span_picks = [[0] + ([heading] if heading else []) + [line] for heading, line in spans]
+    span_rows = (_presence_block(tids, span_picks), _presence_block(bids, span_picks))
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
@@ -316,6 +326,14 @@ class _Builder:
         self.counts: list[np.ndarray] = []
         self.nnz = 0
 
+    def add_block(self, ids: np.ndarray, counts: np.ndarray, lengths: np.ndarray) -> None:
+        """Many rows at once (see _block)."""
+        if len(lengths):
+            self.indices.append(ids)
+            self.counts.append(counts)
+            self.indptr.extend((self.nnz + np.cumsum(lengths)).tolist())
+            self.nnz += int(lengths.sum())
+
     def add_row(self, row: _Row) -> None:
         self.indices.append(row[0])
         self.counts.append(row[1])
@@ -350,6 +368,7 @@ def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
 def presence(counts: sp.csr_matrix) -> sp.csr_matrix:
     """1 where a term occurs (spans ask whether the terms are there together, not how often)."""
     m = counts.tocsr(copy=True)
+    m.sum_duplicates()
     m.data = np.ones_like(m.data, dtype=np.float32)
     return m
 
@@ -428,9 +447,9 @@ def build_data(
         gt.add_row(tmap.map(page_t))
         gb.add_row(bmap.map(page_b))
         offset = st.rows
-        for rt, rb in span_rows:
-            st.add_row(tmap.map(rt))
-            sb.add_row(bmap.map(rb))
+        (t_ids, t_counts, t_len), (b_ids, b_counts, b_len) = span_rows
+        st.add_block(tmap.ids[t_ids], t_counts, t_len)
+        sb.add_block(bmap.ids[b_ids], b_counts, b_len)
         for heading, first, last, rt, rb, (s_lo, s_hi) in passages:
             pt.add_row(tmap.map(rt))
             pb.add_row(bmap.map(rb))
