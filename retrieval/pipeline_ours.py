@@ -190,18 +190,21 @@ class OursRetriever(Retriever):
         a passage without spans (a page of headings only) or without matches keeps its score."""
         d = self.data
         first, end = d.passage_span_first, d.passage_span_end
-        has = end > first
-        # maximum.reduceat over [first, end) for every passage at once: the even entries of
+        # only passages that matched something and have spans can change
+        ok = np.flatnonzero((present > 0) & (end > first))
+        if not len(ok):
+            return window
+        # maximum.reduceat over [first, end) of those passages at once: the even entries of
         # the interleaved index list are the wanted slices (a sentinel closes the last one)
         vals = np.append(span, np.float32(0.0))
-        idx = np.empty(2 * len(first), dtype=np.int64)
-        idx[0::2] = np.where(has, first, 0)
-        idx[1::2] = np.where(has, end, 0)
+        idx = np.empty(2 * len(ok), dtype=np.int64)
+        idx[0::2] = first[ok]
+        idx[1::2] = end[ok]
         best = np.maximum.reduceat(vals, idx)[0::2]
-        ok = has & (present > 0)
-        ratio = np.ones_like(window)
-        ratio[ok] = np.minimum(1.0, best[ok] / present[ok])
-        return (window * (1.0 - ws + ws * ratio)).astype(np.float32)
+        out = window.astype(np.float32, copy=True)
+        ratio = np.minimum(1.0, best / present[ok])
+        out[ok] = window[ok] * (1.0 - ws + ws * ratio)
+        return out
 
     def best_page(self, question: str, keywords: Sequence[str] = ()) -> str | None:
         """URL of the page of the best passage, whatever its score (for evaluation)."""
