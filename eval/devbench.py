@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 
 from guiderag.errors import InputError
 from guiderag.settings import Settings
+from scraper.sample import serve_directory
 
 from . import jsquad
 from .runner import run_questions
-from .site_builder import serve_directory
 from .workbook import IN_SCOPE, write_questions
 
 DB_NAME = "devbench.db"

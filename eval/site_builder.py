@@ -8,14 +8,10 @@ duplicate of a content link. Only the <main> of each article page is content.
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import html
-import http.server
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 SITE_NAME = "やさしい百科ガイドブック"
 TOC_PATH = "guide/index.html"
@@ -169,22 +165,3 @@ def write_site(pages: Sequence[SitePage], out_dir: Path) -> str:
     return TOC_PATH
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        pass
-
-
-@contextlib.contextmanager
-def serve_directory(root: Path) -> Iterator[str]:
-    """Serve `root` on 127.0.0.1 (random free port, threaded); yield the base URL ('http://.../')."""
-    handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="site-server", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

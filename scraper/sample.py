@@ -38,25 +38,33 @@ def _check_site(root: Path) -> None:
 
 
 @contextmanager
-def serve_sample_site(root: Path = SAMPLE_SITE_DIR) -> Iterator[str]:
-    """Serve `root` on 127.0.0.1 (a free port) and yield the URL of its table of contents.
+def serve_directory(root: Path) -> Iterator[str]:
+    """Serve the static folder `root` on 127.0.0.1 (a free port); yield its base URL ('http://.../').
 
-    The server runs in a daemon thread and is shut down when the block exits.
+    The threaded server runs in a daemon thread and is shut down when the block exits.
     """
-    root = Path(root)
-    _check_site(root)
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="sample-site", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="static-site", daemon=True)
     thread.start()
     try:
         host, port = server.server_address[:2]
-        yield f"http://{host}:{port}/{SAMPLE_TOC_PATH}"
+        yield f"http://{host}:{port}/"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def serve_sample_site(root: Path = SAMPLE_SITE_DIR) -> Iterator[str]:
+    """Serve the sample site in `root` on loopback and yield the URL of its table of contents."""
+    root = Path(root)
+    _check_site(root)
+    with serve_directory(root) as base:
+        yield base + SAMPLE_TOC_PATH
 
 
 def declared_content_paths(root: Path = SAMPLE_SITE_DIR) -> list[str]:

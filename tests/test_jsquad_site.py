@@ -14,7 +14,7 @@ import requests
 from bs4 import BeautifulSoup
 
 from eval import jsquad
-from eval.site_builder import serve_directory
+from scraper.sample import serve_directory
 from guiderag.cli import main
 
 ARTICLES = {
