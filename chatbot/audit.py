@@ -9,9 +9,7 @@ to a workbook atomically; `gaps` lists the questions the guideline did not cover
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import tempfile
 import threading
 import unicodedata
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from guiderag.errors import StoreError, WorkbookError
+from guiderag.files import save_workbook_atomic
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -240,19 +239,9 @@ class AuditLog:
                      [[g.question, g.count, g.first_asked, g.last_asked] for g in self.gaps()],
                      ILLEGAL_CHARACTERS_RE)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".xlsx.tmp", dir=path.parent)
-            os.close(fd)
-        except OSError as exc:
-            raise WorkbookError(f"cannot write {path}: {exc}") from exc
-        try:
-            wb.save(tmp)
-            os.replace(tmp, path)
+            save_workbook_atomic(wb, path)
         except OSError as exc:
             raise WorkbookError(f"cannot write {path}: {exc}; any earlier file is unchanged") from exc
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
         return len(rows)
 
 

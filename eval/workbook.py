@@ -22,16 +22,15 @@ an interrupted run never leaves a broken workbook behind.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from guiderag.errors import WorkbookError
+from guiderag.files import save_workbook_atomic
 
 IN_SCOPE = "in_scope"
 OUT_OF_SCOPE = "out_of_scope"
@@ -231,7 +230,7 @@ def write_questions(questions: Sequence[Question], path: Path) -> None:
     for col, width in zip("ABCDEF", (14, 60, 14, 30, 40, 30)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A2"
-    save_atomic(wb, path)
+    save_workbook_atomic(wb, path)
 
 
 # --- results -----------------------------------------------------------------
@@ -398,7 +397,7 @@ def write_results(
             _append(sm, [key, text])
     for letter, width in zip("ABCD", (28, 14, 8, 80)):
         sm.column_dimensions[letter].width = width
-    save_atomic(wb, path)
+    save_workbook_atomic(wb, path)
 
 
 def read_results(path: Path) -> tuple[list[dict], dict[str, dict], dict[str, Any]]:
@@ -449,20 +448,3 @@ def read_results(path: Path) -> tuple[list[dict], dict[str, dict], dict[str, Any
         elif name is not None:
             meta[str(name)] = values[1] if len(values) > 1 else None
     return rows, summary, meta
-
-
-def save_atomic(wb: Any, path: Path) -> None:
-    """Save a workbook to a temporary file beside `path`, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        wb.save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -10,13 +10,13 @@ hand with include=TRUE adds a page the TOC does not link). The file is replaced 
 from __future__ import annotations
 
 import os
-import tempfile
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from guiderag.errors import WorkbookError
+from guiderag.files import save_workbook_beside
 
 from . import urls
 from .harvest import LinkRecord
@@ -210,14 +210,7 @@ def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchI
     notes.column_dimensions["A"].width = 110
     for letter, width in zip("ABCDEFGHIJK", (60, 30, 16, 50, 9, 11, 40, 22, 30, 40, 16)):
         sheet.column_dimensions[letter].width = width
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        book.save(tmp)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
+    return save_workbook_beside(book, path)
 
 
 def install(tmp: Path, path: Path) -> None:
