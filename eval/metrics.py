@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
+import numpy as np
+
 TOKENS_DESCRIPTION = (
     "Text is normalised with NFKC and lower-cased; only letters and digits (Unicode L*/N*) "
     "are kept. Tokens: a run of Latin letters/ASCII digits is one token; every other kept "
@@ -153,13 +155,8 @@ def median(values: Iterable[float | None]) -> float | None:
 
 def percentile(values: Iterable[float | None], q: float) -> float | None:
     """Nearest-rank-free linear percentile (numpy's default), q in [0, 100]."""
-    vals = sorted(float(v) for v in values if v is not None)
-    if not vals:
-        return None
-    pos = (len(vals) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(vals) - 1)
-    return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
+    vals = [float(v) for v in values if v is not None]
+    return float(np.percentile(vals, q)) if vals else None
 
 
 # Per-question metric columns of the results workbook, and how each summary metric

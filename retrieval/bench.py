@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from guiderag.settings import Settings
 from store import PageVersion
 
@@ -180,12 +182,8 @@ def mecab_chars_per_s(texts: Sequence[str]) -> tuple[float, float]:
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+    """Linear percentile, q in [0, 1]; NaN for no values."""
+    return float(np.percentile(values, 100.0 * q)) if len(values) else float("nan")
 
 
 def _rss_mb(who: int) -> float:
