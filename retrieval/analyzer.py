@@ -20,6 +20,7 @@ once per process). `Analyzer` is the configured, picklable variant.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -49,6 +50,7 @@ STOP_NOUNS = frozenset({"何", "幾つ", "幾ら", "幾", "何れ", "事", "物"
 STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "言う", "思う", "れる", "られる", "せる", "させる", "ない", "無い", "良い", "いい", "宜しい"})
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
+_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 _SPACE = re.compile(r"\s")
 _ASCII_JOINER = frozenset("-.+/")
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
@@ -123,26 +125,25 @@ def tokenize(text: str) -> list[Token]:
     append = raw.append
     # Reading a node's lengths costs as much as its features: only when spaces exist.
     spaced = _SPACE.search(text) is not None
-    has_ascii = False
     cache = _TOKEN_CACHE
     if len(cache) > _TOKEN_CACHE_MAX:
         cache.clear()
+    get = cache.get
     with _TAGGER_LOCK:
         node = tagger().parseToNode(text)
         while node is not None:
             surface = node.surface
             if surface:
                 key = (surface, node.feature)
-                token = cache.get(key)
+                token = get(key)
                 if token is None:
                     token = cache[key] = _classify(surface, key[1])
-                if token.kind == ASCII:
-                    has_ascii = True
                 if spaced and node.rlength > node.length:
                     token = token._replace(space_before=True)
                 append(token)
             node = node.next
-    return _glue_ascii(raw) if has_ascii else raw
+    # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
+    return _glue_ascii(raw) if _ASCII_ALNUM.search(text) else raw
 
 
 # (surface, features) -> Token: a text's words repeat (Zipf), classifying each once
@@ -298,7 +299,7 @@ def analyze_tokens(
     spans = result.spans
     run: list[Token] = []
     after_stop = False  # the previous token was a stop word (何, 事...)
-    for tok in tokens:
+    for tok in itertools.chain(tokens, _END):
         kind = tok.kind
         if kind in _RUN_KINDS:
             if tok.space_before and run:
@@ -311,7 +312,12 @@ def analyze_tokens(
             continue
         after_stop = kind == OTHER and tok.form in STOP_NOUNS
         if run:
-            _flush(run, terms, spans, parts, canonical_spans)
+            if len(run) == 1 and run[0].kind in _NOUN_KINDS:  # the common case: one word
+                word = run[0]
+                terms.append(Term(word.form, word.surface, word.kind))
+                spans.append(word.form if canonical_spans and word.kind == SYNONYM else word.surface)
+            else:
+                _flush(run, terms, spans, parts, canonical_spans)
             run = []
         if kind == OTHER:
             continue
@@ -323,9 +329,11 @@ def analyze_tokens(
             spans.append(tok.surface)
         elif kind == VERB and verbs:
             terms.append(Term(tok.form, tok.surface, VERB))
-    if run:
-        _flush(run, terms, spans, parts, canonical_spans)
     return result
+
+
+# Ends every token sequence, so the last run is flushed inside the loop.
+_END = (Token("", "", OTHER),)
 
 
 def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool, canonical: bool = False) -> None:

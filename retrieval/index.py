@@ -26,9 +26,10 @@ weights: a span is compared with its window by which terms it has, whatever its 
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import bisect
+import hashlib
+import itertools
+import json
 import math
 import multiprocessing
 import os
@@ -56,6 +57,8 @@ MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams"
 _SENTENCE_END = tuple("。．.!?！？」』）)")
 # Worker processes pay off only beyond this many characters of text.
 _PARALLEL_MIN_CHARS = 400_000
+# Pages per worker task, at most: a task's result is one message (few numpy arrays).
+_CHUNK_PAGES = 64
 
 
 @dataclass(frozen=True)
@@ -196,8 +199,8 @@ class _WorkerState:
 
 _WORKER: _WorkerState | None = None
 
-# (ids, counts) of one sparse row
-_Row = tuple[np.ndarray, np.ndarray]
+# rows at once: (ids, counts or None for all ones, row lengths), the rows' ids one after another
+_Block = tuple[np.ndarray, np.ndarray | None, np.ndarray]
 
 
 def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
@@ -206,91 +209,159 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
 
 
 def _local_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> np.ndarray:
-    get = vocab.get
-    ids = np.empty(len(tokens), dtype=np.int32)
-    for i, tok in enumerate(tokens):
-        j = get(tok)
-        if j is None:
-            j = vocab[tok] = len(order)
-            order.append(tok)
-        ids[i] = j
-    return ids
+    """Ids of `tokens` in a worker's vocabulary, new tokens appended to it and to `order`."""
+    ids = list(map(vocab.get, tokens))
+    i = -1
+    try:
+        while True:  # list.index scans in C: the Python loop only visits the new tokens
+            i = ids.index(None, i + 1)
+            tok = tokens[i]
+            j = vocab.get(tok)
+            if j is None:
+                j = vocab[tok] = len(order)
+                order.append(tok)
+            ids[i] = j
+    except ValueError:
+        pass
+    return np.array(ids, dtype=np.int32)
 
 
-def _row(parts: list[np.ndarray]) -> _Row:
-    ids = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    uniq, counts = np.unique(ids, return_counts=True)
-    return uniq.astype(np.int32), counts.astype(np.float32)
-
-
-def _presence_block(ids: list[np.ndarray], picks: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows made of the texts `picks` (indexes into `ids`), as (all ids, ones, row lengths)."""
-    parts = [ids[i] for pick in picks for i in pick]
+def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
+    """Count rows made of texts: row r holds the texts of its (first, stop) ranges, whose
+    ids lie in `flat` up to `ends` (text i ends at ends[i]). One np.unique for all rows:
+    each row's ids come out sorted with their counts, as np.unique of the row alone."""
+    starts = [0, *ends]
+    parts: list[np.ndarray] = []
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    for r, ranges in enumerate(rows):
+        for first, stop in ranges:
+            lo, hi = starts[first], starts[stop]
+            if hi > lo:
+                parts.append(flat[lo:hi])
+                lengths[r] += hi - lo
     if not parts:
-        return np.empty(0, np.int32), np.empty(0, np.float32), np.empty(0, np.int64)
-    flat = np.concatenate(parts).astype(np.int32, copy=False)
-    lengths = np.fromiter((sum(len(ids[i]) for i in pick) for pick in picks), dtype=np.int64, count=len(picks))
-    return flat, np.ones(len(flat), dtype=np.float32), lengths
+        return np.empty(0, np.int32), np.empty(0, np.float32), np.zeros(len(rows), np.int64)
+    row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    keys, counts = np.unique(row_of * width + np.concatenate(parts), return_counts=True)
+    return (
+        (keys % width).astype(np.int32),
+        counts.astype(np.float32),
+        np.bincount(keys // width, minlength=len(rows)).astype(np.int64),
+    )
 
 
-def _page_rows(job: tuple[str, tuple[str, ...]]) -> tuple:
-    """Rows of one page in the worker's ids, and the worker's new vocabulary."""
-    w = _WORKER
-    assert w is not None, "_init_worker was not called"
-    title, lines = job
-    # all texts' tokens in one list each, then split by offsets: one id pass per page
+def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int]]) -> _Block:
+    """Span rows, (heading text or 0, line text) each with the title (text 0), as (all ids,
+    None, row lengths): spans only record presence, so their ids stay unsorted and repeated
+    (presence() merges them) and their counts, all ones, are not sent."""
+    if not rows:
+        return np.empty(0, np.int32), None, np.empty(0, np.int64)
+    starts = [0, *ends]
+    parts: list[np.ndarray] = []
+    title = flat[: starts[1]]
+    for heading, line in rows:
+        parts.append(title)
+        if heading:
+            parts.append(flat[starts[heading] : starts[heading + 1]])
+        parts.append(flat[starts[line] : starts[line + 1]])
+    ids = np.concatenate(parts).astype(np.int32, copy=False)
+    text_len = np.diff(np.asarray(starts, dtype=np.int64))
+    heads, lines = np.array(rows, dtype=np.int64).T
+    lengths = text_len[0] + np.where(heads > 0, text_len[heads], 0) + text_len[lines]
+    return ids, None, lengths
+
+
+def _page_blocks(w: _WorkerState, title: str, lines: tuple[str, ...]) -> tuple[list[_Block], list[tuple], int]:
+    """Rows of one page in the worker's ids: the page, its passages and its line spans
+    (terms and bigrams of each, as blocks), the passages' metadata and the span count."""
+    # all texts' tokens in one list each, with where each text ends: one id pass per page
     terms: list[str] = []
     grams: list[str] = []
     t_ends: list[int] = []
     b_ends: list[int] = []
+    analysis = w.analyzer.analysis
     for text in (title, *lines):
-        a = w.analyzer.analysis(text)
+        a = analysis(text)
         terms.extend([t.text for t in a.terms])
         grams.extend(char_bigrams(a.spans))
         t_ends.append(len(terms))
         b_ends.append(len(grams))
-    tids = np.split(_local_ids(terms, w.terms, w.term_list), t_ends[:-1])
-    bids = np.split(_local_ids(grams, w.bigrams, w.bigram_list), b_ends[:-1])
+    tflat = _local_ids(terms, w.terms, w.term_list)
+    bflat = _local_ids(grams, w.bigrams, w.bigram_list)
+    tw, bw = len(w.term_list), len(w.bigram_list)
+    whole = [[(0, len(lines) + 1)]]
     spans = line_spans(lines, w.heading_max_chars)
-    passages = []
-    for heading, first, last in segment(lines, w.passage_chars, w.heading_max_chars):
-        picks = [0] + ([heading] if heading else []) + list(range(first, last + 1))
-        passages.append(
-            (heading, first, last, _row([tids[i] for i in picks]), _row([bids[i] for i in picks]),
-             span_range(spans, first, last))
-        )
-    # Spans only record presence, so their ids stay unsorted and repeated (presence() merges
-    # them); one array pair per page is cheap to send and to map.
-    span_picks = [[0] + ([heading] if heading else []) + [line] for heading, line in spans]
-    span_rows = (_presence_block(tids, span_picks), _presence_block(bids, span_picks))
+    passages = segment(lines, w.passage_chars, w.heading_max_chars)
+    # texts are numbered as lines: 0 the title, then line 1..n
+    passage_texts = [
+        [(0, 1), *([(heading, heading + 1)] if heading else []), (first, last + 1)]
+        for heading, first, last in passages
+    ]
+    meta = [(heading, first, last, *span_range(spans, first, last)) for heading, first, last in passages]
+    blocks = [
+        _count_rows(tflat, t_ends, whole, tw),
+        _count_rows(bflat, b_ends, whole, bw),
+        _count_rows(tflat, t_ends, passage_texts, tw),
+        _count_rows(bflat, b_ends, passage_texts, bw),
+        _presence_rows(tflat, t_ends, spans),
+        _presence_rows(bflat, b_ends, spans),
+    ]
+    return blocks, meta, len(spans)
+
+
+def _join_blocks(blocks: list[_Block]) -> _Block:
+    ids = np.concatenate([b[0] for b in blocks])
+    counts = None if blocks[0][1] is None else np.concatenate([b[1] for b in blocks])
+    return ids, counts, np.concatenate([b[2] for b in blocks])
+
+
+def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
+    """Rows of a chunk of pages in the worker's ids, and the worker's new vocabulary.
+
+    One result per chunk, not per page: the main process then does a few numpy calls per
+    chunk, and its CPU time (which competes with the workers') stays small."""
+    w = _WORKER
+    assert w is not None, "_init_worker was not called"
+    per_page = [_page_blocks(w, title, lines) for title, lines in jobs]
+    blocks = [_join_blocks([page[0][k] for page in per_page]) for k in range(6)]
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
         w.sent_bigrams, w.bigram_list[w.sent_bigrams :],
-        _row(tids), _row(bids), passages, span_rows,
+        blocks,
+        [page[1] for page in per_page],
+        [page[2] for page in per_page],
     )
     w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
     return result
 
 
+def _chunks(pages: Sequence[PageVersion], size: int):
+    for start in range(0, len(pages), size):
+        yield [(p.title, p.lines) for p in pages[start : start + size]]
+
+
 def analyze_pages(pages: Sequence[PageVersion], settings: Settings, analyzer: Analyzer):
-    """Yield `_page_rows` of each page, in order, with worker processes for big corpora."""
+    """Yield `_chunk_rows` of the pages' chunks, in order, with worker processes for big
+    corpora."""
     workers = settings.index_workers
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
-    jobs = ((p.title, p.lines) for p in pages)
+    # about eight chunks per worker (balance), at most _CHUNK_PAGES pages (progress)
+    size = max(1, min(_CHUNK_PAGES, -(-len(pages) // (8 * max(1, workers)))))
     init = (analyzer, settings.passage_chars, settings.heading_max_chars)
     with Progress(len(pages), "index", enabled=settings.progress) as bar:
         if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
             ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
             with ctx.Pool(workers, initializer=_init_worker, initargs=init) as pool:
-                for result in pool.imap(_page_rows, jobs, chunksize=8):
-                    bar.update(1)
+                for result in pool.imap(_chunk_rows, _chunks(pages, size)):
+                    bar.update(len(result[-1]))
                     yield result
         else:
             _init_worker(*init)
-            for job in jobs:
-                bar.update(1)
-                yield _page_rows(job)
+            for chunk in _chunks(pages, size):
+                result = _chunk_rows(chunk)
+                bar.update(len(chunk))
+                yield result
 
 
 class _IdMap:
@@ -313,9 +384,6 @@ class _IdMap:
             self.ids[self.size + i] = setdefault(term, len(vocab))
         self.size = need
 
-    def map(self, row: _Row) -> _Row:
-        return self.ids[row[0]], row[1]
-
 
 class _Builder:
     """Accumulates one sparse count matrix row by row (indices need not be sorted)."""
@@ -326,19 +394,14 @@ class _Builder:
         self.counts: list[np.ndarray] = []
         self.nnz = 0
 
-    def add_block(self, ids: np.ndarray, counts: np.ndarray, lengths: np.ndarray) -> None:
-        """Many rows at once (see _block)."""
+    def add_block(self, ids: np.ndarray, counts: np.ndarray | None, lengths: np.ndarray) -> None:
+        """Many rows at once: their ids one after another, their counts (None: all ones)
+        and each row's length."""
         if len(lengths):
             self.indices.append(ids)
-            self.counts.append(counts)
+            self.counts.append(np.ones(len(ids), dtype=np.float32) if counts is None else counts)
             self.indptr.extend((self.nnz + np.cumsum(lengths)).tolist())
             self.nnz += int(lengths.sum())
-
-    def add_row(self, row: _Row) -> None:
-        self.indices.append(row[0])
-        self.counts.append(row[1])
-        self.nnz += len(row[0])
-        self.indptr.append(self.nnz)
 
     @property
     def rows(self) -> int:
@@ -436,29 +499,29 @@ def build_data(
     passage_heading: list[int] = []
     passage_first: list[int] = []
     passage_last: list[int] = []
-    chars = 0
     maps: dict[int, tuple[_IdMap, _IdMap]] = {}
-    for row, (page, result) in enumerate(zip(pages, analyze_pages(pages, settings, analyzer))):
-        pid, t_start, new_terms, b_start, new_bigrams, page_t, page_b, passages, span_rows = result
+    row = 0
+    for result in analyze_pages(pages, settings, analyzer):
+        pid, t_start, new_terms, b_start, new_bigrams, blocks, metas, span_counts = result
         tmap, bmap = maps.setdefault(pid, (_IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
-        chars += len(page.title) + sum(len(l) for l in page.lines)
-        gt.add_row(tmap.map(page_t))
-        gb.add_row(bmap.map(page_b))
         offset = st.rows
-        (t_ids, t_counts, t_len), (b_ids, b_counts, b_len) = span_rows
-        st.add_block(tmap.ids[t_ids], t_counts, t_len)
-        sb.add_block(bmap.ids[b_ids], b_counts, b_len)
-        for heading, first, last, rt, rb, (s_lo, s_hi) in passages:
-            pt.add_row(tmap.map(rt))
-            pb.add_row(bmap.map(rb))
-            span_first.append(offset + s_lo)
-            span_end.append(offset + s_hi)
-            passage_page.append(row)
-            passage_heading.append(heading)
-            passage_first.append(first)
-            passage_last.append(last)
+        for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
+            builder.add_block(idmap.ids[ids], counts, lengths)
+        for meta, n_spans in zip(metas, span_counts):
+            for heading, first, last, s_lo, s_hi in meta:
+                span_first.append(offset + s_lo)
+                span_end.append(offset + s_hi)
+                passage_page.append(row)
+                passage_heading.append(heading)
+                passage_first.append(first)
+                passage_last.append(last)
+            offset += n_spans
+            row += 1
+    if row != len(pages):
+        raise RuntimeError(f"index build: {row} pages analysed of {len(pages)}")
+    chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     k1, b = settings.bm25_k1, settings.bm25_b
     nt, nb = len(term_vocab), len(bigram_vocab)
     page_terms = gt.matrix(nt)

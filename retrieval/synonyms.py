@@ -11,6 +11,7 @@ become the term 薬物療法, at index time and at query time.
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from guiderag.settings import DATA_DIR, Settings
 from .analyzer import SYNONYM, Token, normalize, tokenize
 
 DEFAULT_SYNONYMS = DATA_DIR / "synonyms.tsv"
+_FORM = operator.attrgetter("form")
 
 
 @dataclass
@@ -51,10 +53,9 @@ class SynonymTable:
         if not starts:
             return tokens
         # most texts hold no member at all: find the first possible start, if any
-        forms = [tok.form for tok in tokens]
-        if starts.keys().isdisjoint(forms):
+        if starts.keys().isdisjoint(map(_FORM, tokens)):
             return tokens
-        first = next(i for i, form in enumerate(forms) if form in starts)
+        first = next(i for i, tok in enumerate(tokens) if tok.form in starts)
         out: list[Token] = list(tokens[:first])
         i = first
         n = len(tokens)

@@ -163,3 +163,62 @@ def test_index_command_on_an_empty_store_exits_2(tmp_path, capsys):
     write_pages(db, {})
     assert main(["index", "--db", str(db), "--no-progress"]) == 2
     assert "scrape" in capsys.readouterr().err
+
+
+def _by_term(data):
+    """The index's matrices with columns in term order, so builds whose vocabularies were
+    numbered differently compare equal when they hold the same values."""
+    out = {}
+    for kind, vocab in (("terms", data.term_vocab), ("bigrams", data.bigram_vocab)):
+        order = np.argsort(np.array(sorted(vocab, key=vocab.get), dtype=object))
+        out[kind] = sorted(vocab)
+        for level in ("passages", "spans", "pages"):
+            m = getattr(data, f"{level}_{kind}")[:, order].tocsr()
+            m.sum_duplicates()
+            out[f"{level}_{kind}"] = m
+    return out
+
+
+def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
+    """Worker processes, chunks of pages and vocabulary merging change nothing: the same
+    matrices, value for value, as one process analysing page by page."""
+    from retrieval import index
+    from retrieval.bench import generate_corpus
+    from guiderag.settings import Settings
+
+    pages = generate_corpus(30, 1).pages
+    base = Settings().replace(progress=False)
+    analyzer = index.make_analyzer(base)
+    serial = index.build_data(pages, "v", base.replace(index_workers=1), analyzer)
+    monkeypatch.setattr(index, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(index, "_CHUNK_PAGES", 3)  # several chunks per worker
+    parallel = index.build_data(pages, "v", base.replace(index_workers=2), analyzer)
+    a, b = _by_term(serial), _by_term(parallel)
+    assert a["terms"] == b["terms"] and a["bigrams"] == b["bigrams"]
+    for key in a:
+        if key not in ("terms", "bigrams"):
+            assert a[key].shape == b[key].shape and (a[key] != b[key]).nnz == 0, key
+    for name in ("passage_page", "passage_heading", "passage_first", "passage_last",
+                 "passage_span_first", "passage_span_end"):
+        assert np.array_equal(getattr(serial, name), getattr(parallel, name)), name
+    assert serial.chars == parallel.chars > 30 * 1500
+
+
+def test_chunk_rows_count_like_numpy_unique_per_row():
+    """The one-np.unique-per-page row counting against the obvious reference."""
+    from retrieval.index import _count_rows
+
+    rng = np.random.default_rng(7)
+    texts = [rng.integers(0, 40, size=rng.integers(0, 12)) for _ in range(9)]
+    ends = list(np.cumsum([len(t) for t in texts]))
+    flat = np.concatenate(texts).astype(np.int32)
+    rows = [[(0, 1), (3, 6)], [(0, 9)], [(2, 2)], [(8, 9)], [(4, 5), (5, 7)]]
+    ids, counts, lengths = _count_rows(flat, ends, rows, 40)
+    start = 0
+    for r, ranges in enumerate(rows):
+        want = np.concatenate([np.empty(0, np.int64)] + [texts[i] for a, b in ranges for i in range(a, b)])
+        uniq, n = np.unique(want, return_counts=True)
+        got = slice(start, start + lengths[r])
+        assert np.array_equal(ids[got], uniq) and np.array_equal(counts[got], n), r
+        start += lengths[r]
+    assert start == len(ids)
