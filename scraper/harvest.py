@@ -81,7 +81,32 @@ def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
             LinkRecord(url=url, href=href, link_text=text, category=verdict.category,
                        reason=verdict.reason, include=verdict.is_content, auto_category=verdict.category)
         )
-    return records
+    return _widen_to_the_pages_folder(records, toc)
+
+
+# A TOC folder with fewer content links than this, beside at least as many links outside
+# it, is not where the guide lives (the TOC sits apart from its pages).
+MIN_GUIDE_LINKS = 3
+
+
+def _widen_to_the_pages_folder(records: list[LinkRecord], toc: str) -> list[LinkRecord]:
+    """When (almost) none of the TOC's links lie under its own folder but many lie
+    elsewhere on the site, the guide is the folder that holds most of those: its links
+    become content, with a reason saying so; the others stay outside the guide."""
+    content = sum(r.category == urls.CONTENT for r in records)
+    outside = [r.url for r in records if r.category == urls.OUTSIDE_GUIDE]
+    if content >= MIN_GUIDE_LINKS or len(outside) < max(MIN_GUIDE_LINKS, content + 1):
+        return records
+    folder = urls.majority_folder(outside, MIN_GUIDE_LINKS)
+    if folder is None:
+        return records
+    reason = (f"guide page: outside the TOC's folder {urls.guide_path(toc)}, inside {folder}, "
+              f"the folder of most of its links")
+    return [
+        replace(r.with_verdict(urls.CONTENT, reason), auto_category=urls.CONTENT)
+        if r.category == urls.OUTSIDE_GUIDE and urls.is_inside_folder(r.url, folder) else r
+        for r in records
+    ]
 
 
 def apply_robots(records: Iterable[LinkRecord], allowed: Callable[[str], bool]) -> list[LinkRecord]:

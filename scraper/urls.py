@@ -181,6 +181,31 @@ def is_inside_guide(url: str, toc_url: str) -> bool:
     return urlsplit(url).path.startswith(guide_path(toc_url))
 
 
+def is_inside_folder(url: str, folder: str) -> bool:
+    return urlsplit(url).path.startswith(folder)
+
+
+def folders_of(url: str) -> list[str]:
+    """The folders above a URL's page, outermost first: /a/b/q1.html -> /, /a/, /a/b/."""
+    parts = urlsplit(page_key(url)).path.split("/")[1:-1]
+    return ["/" + "".join(p + "/" for p in parts[:i]) for i in range(len(parts) + 1)]
+
+
+def majority_folder(links: list[str], min_links: int) -> str | None:
+    """The deepest folder holding at least half of `links` (and at least `min_links` of
+    them): where a table of contents kept apart from its pages (/guide/toc/ linking
+    /guide/q/1.html...) has its guide. None when the links are too few."""
+    if len(links) < min_links:
+        return None
+    counts: dict[str, int] = {}
+    for url in links:
+        for folder in folders_of(url):
+            counts[folder] = counts.get(folder, 0) + 1
+    need = max(min_links, (len(links) + 1) // 2)
+    best = [f for f, n in counts.items() if n >= need]
+    return max(best, key=len) if best else None
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The classifier's view of one link."""

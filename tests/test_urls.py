@@ -100,6 +100,24 @@ def test_base_href_is_honoured() -> None:
     assert record.category == urls.OUTSIDE_GUIDE
 
 
+def test_a_toc_kept_apart_from_its_pages_finds_the_guide_in_their_folder() -> None:
+    """/guide/toc/ linking /guide/q/...: the pages' folder is the guide, news stays out."""
+    toc = "http://127.0.0.1:8123/guide/toc/index.html"
+    links = [(f"../q/q{i}.html", f"Q{i}") for i in range(1, 6)]
+    links += [("/news/a.html", "お知らせ"), ("/news/b.html", "お知らせ2"), ("/about.html", "このサイトについて")]
+    records = classify_links(toc_html(links), toc)
+    got = {r.url.rsplit("/", 2)[-2] + "/" + r.url.rsplit("/", 1)[-1]: r.category for r in records}
+    assert [got[f"q/q{i}.html"] for i in range(1, 6)] == [urls.CONTENT] * 5
+    assert got["news/a.html"] == got["news/b.html"] == urls.OUTSIDE_GUIDE
+    assert got["127.0.0.1:8123/about.html"] == urls.NAVIGATION
+    reason = next(r.reason for r in records if r.category == urls.CONTENT)
+    assert "/guide/toc/" in reason and "/guide/q/" in reason
+    # a TOC whose own folder holds the guide is left alone
+    records = classify_links(toc_html([("q1.html", "Q1"), ("q2.html", "Q2"), ("q3.html", "Q3")]
+                                      + [(f"/news/{i}.html", "n") for i in range(5)]), TOC)
+    assert [r.category for r in records].count(urls.OUTSIDE_GUIDE) == 5
+
+
 def test_robots_verdict_only_touches_content_links() -> None:
     records = [LinkRecord("http://h/guide/drafts/q.html", "x", "", urls.CONTENT, "", True, urls.CONTENT),
                LinkRecord("http://h/guide/q.html", "y", "", urls.CONTENT, "", True, urls.CONTENT)]
