@@ -91,7 +91,8 @@ class Settings:
     # lowers the score of questions about what the guideline never mentions.
     unknown_term_weight: float = 1.0
     # ours: the same for a compound found nowhere when its words are (手術のあと息切れ ->
-    # 後息切れ is an accident of joining; its words 後 and 息切れ carry the meaning).
+    # 後息切れ is an accident of joining; its words 後 and 息切れ carry the meaning), and
+    # for an affixed word found nowhere whose noun is found (年齢的, 治療中 -> 年齢, 治療).
     unknown_compound_weight: float = 0.5
     # ours: the same for a verb/adjective lemma found nowhere (払える, 痛い, おかしい): a
     # patient's verb is rarely the topic, a noun the guideline never uses often is.

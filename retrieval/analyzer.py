@@ -40,8 +40,9 @@ ANALYZER_VERSION = "7"
 # Token kinds.
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
 COMPOUND = "C"  # a term joined from several words (胸腺腫瘍, 遺伝子変異)
+AFFIXED = "Naf"  # one noun with its prefixes or suffixes (副作用, 治療中, 年齢的)
 ADVERBIAL = "Nadv"  # an adverb-like noun (あと, 毎日, 今): a term of its own, never glued
-_NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND})
+_NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND, AFFIXED})
 
 # Question words and empty nouns: they break compounds and are never terms (何年 must not
 # become an unseen compound that makes every question look out of scope).
@@ -267,6 +268,8 @@ def _run_terms(run: tuple[Token, ...], parts: bool) -> tuple[tuple[Term, ...], s
             kind = SYNONYM
         else:
             kind = PROPER if PROPER in kinds and NOUN not in kinds else NOUN
+            if kind == NOUN and len(w) > 1:
+                kind = AFFIXED
         word_terms.append(Term("".join(t.form for t in w), "".join(t.surface for t in w), kind))
     out: list[Term] = []
     if len(word_terms) > 1:

@@ -45,7 +45,7 @@ import numpy as np
 from guiderag.settings import Settings
 from store import PageVersion
 
-from .analyzer import COMPOUND, VERB, Analyzer, char_bigrams
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
 from .index import IndexData, unseen_idf
 from .keywords import clean_keywords, highest_idf_nouns
 from .result import Candidate, Passage, RetrievalResult
@@ -53,6 +53,10 @@ from .retriever import Retriever
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
+
+
+# single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
+_WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
 
 
 class OursRetriever(Retriever):
@@ -113,6 +117,10 @@ class OursRetriever(Retriever):
                         w *= self.settings.unknown_verb_weight
                 elif term.kind == COMPOUND and term.text not in vocab:
                     w = self.settings.unknown_compound_weight
+                elif term.kind == AFFIXED and term.text not in vocab and any(
+                    p.kind in _WORD_KINDS and p.text in vocab and p.text in term.text for p in analysis.terms
+                ):
+                    w = self.settings.unknown_compound_weight  # 年齢的: 年齢 carries it
                 else:
                     w = 1.0
                 if weights.get(term.text, 0.0) < w:

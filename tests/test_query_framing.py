@@ -110,6 +110,18 @@ def test_an_unknown_verb_weighs_less_than_an_unknown_noun(retriever) -> None:
     assert weights["泳ぐ"] < unseen
 
 
+def test_an_unknown_affixed_word_of_a_known_noun_weighs_like_an_unknown_compound(retriever) -> None:
+    """吐き気的 and 脱毛中 are found nowhere, but 吐き気 and 脱毛 carry their meaning; an
+    affixed word whose noun is unknown too (グリオーマ的) keeps the full unseen weight."""
+    s = retriever.settings
+    unseen = retriever.query_weights("副作用のグリオーマ")["グリオーマ"]
+    for word, noun in (("吐き気的", "吐き気"), ("脱毛中", "脱毛")):
+        weights = retriever.query_weights(f"{word}な副作用")
+        assert weights[word] == pytest.approx(unseen * s.unknown_compound_weight), word
+        assert weights[noun] == pytest.approx(retriever.idf(noun))
+    assert retriever.query_weights("グリオーマ的な副作用")["グリオーマ的"] == pytest.approx(unseen)
+
+
 def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
     from chatbot import Chatbot
 
