@@ -65,8 +65,9 @@ _TAGGER_LOCK = threading.Lock()
 
 def _after_fork_in_child() -> None:
     """A forked index worker starts with its own tagger and an unheld lock."""
-    global _TAGGER, _TAGGER_PID, _TAGGER_LOCK
+    global _TAGGER, _TAGGER_PID, _LINE_TAGGER, _LINE_TAGGER_PID, _TAGGER_LOCK
     _TAGGER, _TAGGER_PID, _TAGGER_LOCK = None, None, threading.Lock()
+    _LINE_TAGGER, _LINE_TAGGER_PID = None, None
 
 
 if hasattr(os, "register_at_fork"):
@@ -80,6 +81,28 @@ def tagger() -> MeCab.Tagger:
         _TAGGER = MeCab.Tagger()
         _TAGGER_PID = os.getpid()
     return _TAGGER
+
+
+# One output line per node: the surface with the whitespace before it (%M), a tab and the
+# node's features as the dictionary stores them (%H, the same string as node.feature, for
+# unknown words too); nothing for BOS and EOS. One parse() call and one split per text
+# cost less than walking parseToNode's nodes from Python, attribute by attribute.
+_LINE_FORMAT = r'-O "" -F "%M\t%H\n" -U "%M\t%H\n" -B "" -E ""'
+_LINE_TAGGER: MeCab.Tagger | None = None
+_LINE_TAGGER_PID: int | None = None
+# The whitespace MeCab skips besides the space (tab, newline, vertical tab): inside %M it
+# would break the output's lines or the surface. (Other control characters are symbol
+# nodes of their own, as before.)
+_OTHER_SPACE = re.compile(r"[\t\n\x0b]")
+
+
+def _line_tagger() -> MeCab.Tagger:
+    """The process's tagger printing _LINE_FORMAT, created on first use."""
+    global _LINE_TAGGER, _LINE_TAGGER_PID
+    if _LINE_TAGGER is None or _LINE_TAGGER_PID != os.getpid():
+        _LINE_TAGGER = MeCab.Tagger(_LINE_FORMAT)
+        _LINE_TAGGER_PID = os.getpid()
+    return _LINE_TAGGER
 
 
 def normalize(text: str) -> str:
@@ -122,34 +145,35 @@ def _lemma(feature: list[str], surface: str) -> str:
 def tokenize(text: str) -> list[Token]:
     """MeCab tokens of NFKC-normalised `text`, ASCII runs glued (PD-L1, 5-FU, 80mg)."""
     text = normalize(text)
-    raw: list[Token] = []
-    append = raw.append
-    # Reading a node's lengths costs as much as its features: only when spaces exist.
-    spaced = _SPACE.search(text) is not None
+    if _OTHER_SPACE.search(text):
+        text = _OTHER_SPACE.sub(" ", text)  # the same nodes, one per output line
     cache = _TOKEN_CACHE
     if len(cache) > _TOKEN_CACHE_MAX:
         cache.clear()
-    get = cache.get
     with _TAGGER_LOCK:
-        node = tagger().parseToNode(text)
-        while node is not None:
-            surface = node.surface
-            if surface:
-                key = (surface, node.feature)
-                token = get(key)
-                if token is None:
-                    token = cache[key] = _classify(surface, key[1])
-                if spaced and node.rlength > node.length:
-                    token = token._replace(space_before=True)
-                append(token)
-            node = node.next
+        out = _line_tagger().parse(text)
+    lines = out.split("\n")
+    lines.pop()  # after the last node's newline
+    tokens: list[Token] = list(map(cache.get, lines))
+    if None in tokens:
+        for i, token in enumerate(tokens):
+            if token is None:
+                tokens[i] = cache[lines[i]] = _line_token(lines[i])
     # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
-    return _glue_ascii(raw) if _ASCII_ALNUM.search(text) else raw
+    return _glue_ascii(tokens) if _ASCII_ALNUM.search(text) else tokens
 
 
-# (surface, features) -> Token: a text's words repeat (Zipf), classifying each once
-# per process keeps the Python work per MeCab node small.
-_TOKEN_CACHE: dict[tuple[str, str], Token] = {}
+def _line_token(line: str) -> Token:
+    """The Token of one line of _line_tagger's output: "<spaces><surface>\t<features>"."""
+    spaced, _, features = line.partition("\t")
+    surface = spaced.lstrip(" ")
+    token = _classify(surface, features)
+    return token._replace(space_before=True) if len(surface) < len(spaced) else token
+
+
+# output line (spaces, surface, features) -> Token: a text's words repeat (Zipf),
+# classifying each once per process keeps the Python work per MeCab node small.
+_TOKEN_CACHE: dict[str, Token] = {}
 _TOKEN_CACHE_MAX = 500_000
 
 

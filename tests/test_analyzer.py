@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from guiderag.errors import InputError
-from retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns
+from retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns, tokenize
 from retrieval.keywords import parse_keywords
 from retrieval.synonyms import load_synonyms, parse_synonyms
 
@@ -141,3 +141,37 @@ def test_threads_share_the_tagger_safely():
                 assert list(pool.map(analyze, texts)) == expected
     finally:
         sys.setswitchinterval(interval)
+
+
+def _tokenize_by_walking_nodes(text: str) -> list:
+    """Reference: the same tokens read node by node from parseToNode."""
+    from retrieval import analyzer
+
+    text = analyzer.normalize(text)
+    tokens = []
+    node = analyzer.tagger().parseToNode(text)
+    while node is not None:
+        if node.surface:
+            token = analyzer._classify(node.surface, node.feature)
+            if node.rlength > node.length:
+                token = token._replace(space_before=True)
+            tokens.append(token)
+        node = node.next
+    return analyzer._glue_ascii(tokens)
+
+
+def test_tokenize_reads_the_same_tokens_as_walking_the_nodes():
+    """tokenize() reads one parse() string per text; pinned against the node walk, on
+    guideline text and on random text with tabs, newlines, controls and full-width forms."""
+    import random
+
+    texts = [
+        "ＥＧＦＲ遺伝子変異とPD-L1 80mg 5-FU", "肺がん\tの\n手術\x0b後", "  先頭の空白  と末尾  ",
+        "副作用\r\n吐き気\u2028脱毛\x85口内炎\x0cしびれ", "", "？", "a  b\tc 肺 がん", "ｸﾞﾘｵｰﾏ xyzzy Ⅱ期 ①",
+    ]
+    rng = random.Random(20261129)
+    alphabet = list("肺がん癌の手術副作用遺伝子EGFRPD-L1 80mg5-FU。、！？「」（）()abc 012.+/-　\t\n\r\x0b\x0cｶﾅＥ①Ⅱ㎎%&~")
+    alphabet += ["\u2028", "\x85", "\xa0", "\u200b", "\ufeff", "\u3000", "\u2003", "\x1c"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    for text in texts:
+        assert tokenize(text) == _tokenize_by_walking_nodes(text), repr(text)
