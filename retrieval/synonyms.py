@@ -52,28 +52,27 @@ class SynonymTable:
         starts = self.starts
         if not starts:
             return tokens
-        # most texts hold no member at all: find the first possible start, if any
-        if starts.keys().isdisjoint(map(_FORM, tokens)):
+        forms = tuple(map(_FORM, tokens))
+        # most texts hold few members: only the positions where one may start are visited
+        candidates = [i for i, form in enumerate(forms) if form in starts]
+        if not candidates:
             return tokens
-        first = next(i for i, tok in enumerate(tokens) if tok.form in starts)
-        out: list[Token] = list(tokens[:first])
-        i = first
-        n = len(tokens)
-        while i < n:
-            entries = self.starts.get(tokens[i].form)
-            matched = False
-            if entries:
-                for forms, canonical in entries:
-                    k = len(forms)
-                    if i + k <= n and all(tokens[i + j].form == forms[j] for j in range(k)):
-                        surface = "".join(t.surface for t in tokens[i : i + k])
-                        out.append(Token(surface, canonical, SYNONYM, tokens[i].space_before))
-                        i += k
-                        matched = True
-                        break
-            if not matched:
-                out.append(tokens[i])
-                i += 1
+        out: list[Token] = []
+        done = 0  # tokens before this index are in `out`
+        for i in candidates:
+            if i < done:
+                continue  # inside a member just replaced
+            for member, canonical in starts[forms[i]]:  # longest first
+                k = len(member)
+                if forms[i : i + k] == member:
+                    out.extend(tokens[done:i])
+                    surface = "".join(t.surface for t in tokens[i : i + k])
+                    out.append(Token(surface, canonical, SYNONYM, tokens[i].space_before))
+                    done = i + k
+                    break
+        if not done:
+            return tokens
+        out.extend(tokens[done:])
         return out
 
     def fingerprint(self) -> str:
