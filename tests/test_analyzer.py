@@ -175,3 +175,39 @@ def test_tokenize_reads_the_same_tokens_as_walking_the_nodes():
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     for text in texts:
         assert tokenize(text) == _tokenize_by_walking_nodes(text), repr(text)
+
+
+def _apply_token_by_token(table, tokens):
+    """Reference: the synonym replacement as a plain left-to-right scan, longest first."""
+    from retrieval.analyzer import SYNONYM, Token
+
+    out, i = [], 0
+    while i < len(tokens):
+        for forms, canonical in table.starts.get(tokens[i].form, ()):
+            k = len(forms)
+            if tuple(t.form for t in tokens[i : i + k]) == forms:
+                surface = "".join(t.surface for t in tokens[i : i + k])
+                out.append(Token(surface, canonical, SYNONYM, tokens[i].space_before))
+                i += k
+                break
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+def test_synonym_replacement_matches_a_token_by_token_scan():
+    """Longest member first, adjacent and overlapping members, members inside compounds."""
+    import random
+
+    from retrieval.synonyms import SynonymTable
+
+    groups = [["放射線治療", "放射線療法", "放射線をあてる治療"], ["放射線", "放射"], ["薬物療法", "抗がん剤", "抗がん剤治療"],
+              ["脱毛", "髪が抜ける", "毛が抜ける"], ["肺がん", "肺癌", "肺のがん"]]
+    table = SynonymTable.from_groups(groups)
+    words = [w for g in groups for w in g] + ["の", "、", "が", "副作用", " ", "治療", "がん"]
+    rng = random.Random(11)
+    for _ in range(2000):
+        tokens = tokenize("".join(rng.choice(words) for _ in range(rng.randint(1, 10))))
+        assert table.apply(tokens) == _apply_token_by_token(table, tokens)
+    assert [t.form for t in table.apply(tokenize("放射線治療と抗がん剤治療"))][::2] == ["放射線治療", "薬物療法"]
