@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import multiprocessing
+import operator
 import os
 import secrets
 import shutil
@@ -59,6 +60,7 @@ _SENTENCE_END = tuple("。．.!?！？」』）)")
 _PARALLEL_MIN_CHARS = 400_000
 # Pages per worker task, at most: a task's result is one message (few numpy arrays).
 _CHUNK_PAGES = 64
+_TEXT = operator.itemgetter(0)  # Term.text
 
 
 @dataclass(frozen=True)
@@ -250,87 +252,80 @@ def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, in
     )
 
 
-def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int]]) -> _Block:
-    """Span rows, (heading text or 0, line text) each with the title (text 0), as (all ids,
-    None, row lengths): spans only record presence, so their ids stay unsorted and repeated
+def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int, int]]) -> _Block:
+    """Span rows, each (title text, heading text or -1, line text), as (all ids, None, row
+    lengths): spans only record presence, so their ids stay unsorted and repeated
     (presence() merges them) and their counts, all ones, are not sent."""
     if not rows:
         return np.empty(0, np.int32), None, np.empty(0, np.int64)
     starts = [0, *ends]
     parts: list[np.ndarray] = []
-    title = flat[: starts[1]]
-    for heading, line in rows:
-        parts.append(title)
-        if heading:
+    for title, heading, line in rows:
+        parts.append(flat[starts[title] : starts[title + 1]])
+        if heading >= 0:
             parts.append(flat[starts[heading] : starts[heading + 1]])
         parts.append(flat[starts[line] : starts[line + 1]])
     ids = np.concatenate(parts).astype(np.int32, copy=False)
     text_len = np.diff(np.asarray(starts, dtype=np.int64))
-    heads, lines = np.array(rows, dtype=np.int64).T
-    lengths = text_len[0] + np.where(heads > 0, text_len[heads], 0) + text_len[lines]
+    titles, heads, lines = np.array(rows, dtype=np.int64).T
+    lengths = text_len[titles] + np.where(heads >= 0, text_len[heads], 0) + text_len[lines]
     return ids, None, lengths
-
-
-def _page_blocks(w: _WorkerState, title: str, lines: tuple[str, ...]) -> tuple[list[_Block], list[tuple], int]:
-    """Rows of one page in the worker's ids: the page, its passages and its line spans
-    (terms and bigrams of each, as blocks), the passages' metadata and the span count."""
-    # all texts' tokens in one list each, with where each text ends: one id pass per page
-    terms: list[str] = []
-    grams: list[str] = []
-    t_ends: list[int] = []
-    b_ends: list[int] = []
-    analysis = w.analyzer.analysis
-    for text in (title, *lines):
-        a = analysis(text)
-        terms.extend([t.text for t in a.terms])
-        grams.extend(char_bigrams(a.spans))
-        t_ends.append(len(terms))
-        b_ends.append(len(grams))
-    tflat = _local_ids(terms, w.terms, w.term_list)
-    bflat = _local_ids(grams, w.bigrams, w.bigram_list)
-    tw, bw = len(w.term_list), len(w.bigram_list)
-    whole = [[(0, len(lines) + 1)]]
-    spans = line_spans(lines, w.heading_max_chars)
-    passages = segment(lines, w.passage_chars, w.heading_max_chars)
-    # texts are numbered as lines: 0 the title, then line 1..n
-    passage_texts = [
-        [(0, 1), *([(heading, heading + 1)] if heading else []), (first, last + 1)]
-        for heading, first, last in passages
-    ]
-    meta = [(heading, first, last, *span_range(spans, first, last)) for heading, first, last in passages]
-    blocks = [
-        _count_rows(tflat, t_ends, whole, tw),
-        _count_rows(bflat, b_ends, whole, bw),
-        _count_rows(tflat, t_ends, passage_texts, tw),
-        _count_rows(bflat, b_ends, passage_texts, bw),
-        _presence_rows(tflat, t_ends, spans),
-        _presence_rows(bflat, b_ends, spans),
-    ]
-    return blocks, meta, len(spans)
-
-
-def _join_blocks(blocks: list[_Block]) -> _Block:
-    ids = np.concatenate([b[0] for b in blocks])
-    counts = None if blocks[0][1] is None else np.concatenate([b[1] for b in blocks])
-    return ids, counts, np.concatenate([b[2] for b in blocks])
 
 
 def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     """Rows of a chunk of pages in the worker's ids, and the worker's new vocabulary.
 
-    One result per chunk, not per page: the main process then does a few numpy calls per
-    chunk, and its CPU time (which competes with the workers') stays small."""
+    Every text of the chunk (each page's title, then its lines) is analysed once; its
+    terms and bigrams go to one id list each, with where each text ends. Then each kind
+    of row (pages, passages, line spans) is counted for the whole chunk at once, and the
+    result is one message: a few numpy arrays, whatever the number of pages."""
     w = _WORKER
     assert w is not None, "_init_worker was not called"
-    per_page = [_page_blocks(w, title, lines) for title, lines in jobs]
-    blocks = [_join_blocks([page[0][k] for page in per_page]) for k in range(6)]
+    terms: list[str] = []
+    grams: list[str] = []
+    t_ends: list[int] = []
+    b_ends: list[int] = []
+    page_rows: list[list[tuple[int, int]]] = []
+    passage_rows: list[list[tuple[int, int]]] = []
+    span_rows: list[tuple[int, int, int]] = []
+    metas: list[list[tuple]] = []
+    span_counts: list[int] = []
+    analysis = w.analyzer.analysis
+    for title, lines in jobs:
+        base = len(t_ends)  # the title's text number; line k is text base + k
+        for text in (title, *lines):
+            a = analysis(text)
+            terms.extend(map(_TEXT, a.terms))
+            grams.extend(char_bigrams(a.spans))
+            t_ends.append(len(terms))
+            b_ends.append(len(grams))
+        page_rows.append([(base, base + len(lines) + 1)])
+        spans = line_spans(lines, w.heading_max_chars)
+        passages = segment(lines, w.passage_chars, w.heading_max_chars)
+        for heading, first, last in passages:
+            passage_rows.append(
+                [(base, base + 1), *([(base + heading, base + heading + 1)] if heading else []),
+                 (base + first, base + last + 1)]
+            )
+        span_rows.extend((base, base + heading if heading else -1, base + line) for heading, line in spans)
+        metas.append([(heading, first, last, *span_range(spans, first, last)) for heading, first, last in passages])
+        span_counts.append(len(spans))
+    tflat = _local_ids(terms, w.terms, w.term_list)
+    bflat = _local_ids(grams, w.bigrams, w.bigram_list)
+    tw, bw = len(w.term_list), len(w.bigram_list)
+    blocks = [
+        _count_rows(tflat, t_ends, page_rows, tw),
+        _count_rows(bflat, b_ends, page_rows, bw),
+        _count_rows(tflat, t_ends, passage_rows, tw),
+        _count_rows(bflat, b_ends, passage_rows, bw),
+        _presence_rows(tflat, t_ends, span_rows),
+        _presence_rows(bflat, b_ends, span_rows),
+    ]
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
         w.sent_bigrams, w.bigram_list[w.sent_bigrams :],
-        blocks,
-        [page[1] for page in per_page],
-        [page[2] for page in per_page],
+        blocks, metas, span_counts,
     )
     w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
     return result
