@@ -20,7 +20,6 @@ once per process). `Analyzer` is the configured, picklable variant.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import threading
@@ -52,7 +51,6 @@ STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "�
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
-_SPACE = re.compile(r"\s")
 _ASCII_JOINER = frozenset("-.+/")
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
 
@@ -326,7 +324,7 @@ def analyze_tokens(
     spans = result.spans
     run: list[Token] = []
     after_stop = False  # the previous token was a stop word (何, 事...)
-    for tok in itertools.chain(tokens, _END):
+    for tok in tokens:
         kind = tok.kind
         if kind in _RUN_KINDS:
             if tok.space_before and run:
@@ -339,12 +337,7 @@ def analyze_tokens(
             continue
         after_stop = kind == OTHER and tok.form in STOP_NOUNS
         if run:
-            if len(run) == 1 and run[0].kind in _NOUN_KINDS:  # the common case: one word
-                word = run[0]
-                terms.append(Term(word.form, word.surface, word.kind))
-                spans.append(word.form if canonical_spans and word.kind == SYNONYM else word.surface)
-            else:
-                _flush(run, terms, spans, parts, canonical_spans)
+            _flush(run, terms, spans, parts, canonical_spans)
             run = []
         if kind == OTHER:
             continue
@@ -356,11 +349,9 @@ def analyze_tokens(
             spans.append(tok.surface)
         elif kind == VERB and verbs:
             terms.append(Term(tok.form, tok.surface, VERB))
+    if run:
+        _flush(run, terms, spans, parts, canonical_spans)
     return result
-
-
-# Ends every token sequence, so the last run is flushed inside the loop.
-_END = (Token("", "", OTHER),)
 
 
 def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool, canonical: bool = False) -> None:

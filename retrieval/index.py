@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 import json
 import math
 import multiprocessing
