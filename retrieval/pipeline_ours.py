@@ -9,7 +9,9 @@ each channel (MeCab terms; character bigrams) gives
 with w the BM25-saturated frequency scaled to [0, 1] (k1 = 0.5: close to "is the term
 there") and q a query weight (nouns 1, verb/adjective lemmas settings.verb_weight, a
 compound never seen in the corpus settings.unknown_compound_weight, a verb never seen
-settings.unknown_verb_weight more). Questions are read with Analyzer.query_analysis:
+settings.unknown_verb_weight more). A compound never seen that begins a corpus term is
+that term (MeCab cut the question short: 高額療養費って -> 高額療養 + a verb; the corpus has
+高額療養費制度). Questions are read with Analyzer.query_analysis:
 question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が) are no
 terms, so they neither dilute nor inflate the score. The denominator
 counts question terms that occur nowhere in the corpus (at the idf of an unseen term),
@@ -28,7 +30,8 @@ on one line, r = min(1, max over spans p(span) / p(window)), and
 so the question's terms said together on one line count fully and the same terms
 scattered over unrelated lines of a window count less (a surgery page whose 入院期間 and
 放射線治療 sit five lines apart is no answer to how long radiotherapy takes). r <= 1: a
-span never raises a passage, so the threshold keeps its meaning. The result is (optionally mixed with the page's own score, settings.page_weight, 0 by default) in
+span never raises a passage, so the threshold keeps its meaning. The result is
+(optionally mixed with the page's own score, settings.page_weight, 0 by default) in
 [0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about 45% of the
 question's (saturated) idf mass is found, which measured as a good cut on JSQuAD.
 
@@ -38,6 +41,8 @@ settings.reference_chars characters.
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 from typing import Sequence
 
 import numpy as np
@@ -70,6 +75,7 @@ class OursRetriever(Retriever):
         self.analyzer = analyzer
         self._unseen = unseen_idf(data.n_pages)
         self._unseen_query = self._unseen * settings.unknown_term_weight
+        self._sorted_terms: list[str] | None = None
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -111,6 +117,13 @@ class OursRetriever(Retriever):
         for text in (question, *keywords):
             analysis = self.analyzer.query_analysis(text)
             for term in analysis.terms:
+                text_ = term.text
+                if term.kind in (COMPOUND, AFFIXED) and text_ not in vocab:
+                    known = self._completion(text_)
+                    if known is not None:
+                        if weights.get(known, 0.0) < 1.0:
+                            weights[known] = 1.0
+                        continue
                 if term.kind == VERB:
                     w = self.settings.verb_weight
                     if term.text not in vocab:
@@ -127,6 +140,22 @@ class OursRetriever(Retriever):
                     weights[term.text] = w
             bigrams.update(char_bigrams(analysis.spans))
         return weights, bigrams, list(weights)
+
+    def _completion(self, term: str) -> str | None:
+        """The shortest corpus term that starts with `term`, a compound the corpus never
+        uses: MeCab cut the question's words differently (高額療養費って -> 高額療養 + a
+        verb), the corpus has the whole word (高額療養費)."""
+        if self._sorted_terms is None:
+            self._sorted_terms = sorted(self.data.term_vocab)
+        terms = self._sorted_terms
+        i = bisect.bisect_left(terms, term)
+        best = None
+        for candidate in itertools.islice(terms, i, i + 64):
+            if not candidate.startswith(term):
+                break
+            if best is None or len(candidate) < len(best):
+                best = candidate
+        return best
 
     @staticmethod
     def _channel(weights: dict[str, float], vocab: dict[str, int], idf: np.ndarray, unseen: float,

@@ -122,6 +122,33 @@ def test_an_unknown_affixed_word_of_a_known_noun_weighs_like_an_unknown_compound
     assert retriever.query_weights("グリオーマ的な副作用")["グリオーマ的"] == pytest.approx(unseen)
 
 
+def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Path) -> None:
+    """「高額療養費って」: MeCab reads 費って as a verb and leaves the unseen compound 高額療養;
+    the corpus term it begins (高額療養費制度) stands in for it. A compound that begins no
+    corpus term keeps its unknown-compound weight."""
+    import retrieval
+
+    pages = {
+        "http://guide.test/cost.html": (
+            "治療費の制度", "高額療養費制度",
+            "医療費の自己負担が高額になったときは、高額療養費制度を利用できます。",
+            "長い療養が必要なときも、自己負担には上限があります。",
+        ),
+        "http://guide.test/work.html": ("仕事と治療", "治療と仕事の両立について、職場と相談しましょう。"),
+    }
+    settings = indexed_settings(tmp_path, pages)
+    r = retrieval.load_retriever(settings)
+    question = "高額療養費ってなんですか"
+    assert "高額療養" in r.analyze(question)  # what MeCab makes of it
+    weights = r.query_weights(question)
+    assert "高額療養" not in weights and weights["高額療養費制度"] == pytest.approx(r.idf("高額療養費制度"))
+    result = r.search(question)
+    assert result.governed and result.candidates[0].url.endswith("cost.html")
+    unseen = r.query_weights("グリオーマ")["グリオーマ"]
+    weights = r.query_weights("仕事両立支援")  # begins no corpus term
+    assert weights["仕事両立支援"] == pytest.approx(unseen * settings.unknown_compound_weight)
+
+
 def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
     from chatbot import Chatbot
 
