@@ -105,7 +105,8 @@ class Settings:
     score_power: float = 2.0
     # ours: at most this many candidate pages are listed (the best ones; the total is kept).
     max_candidates: int = 100
-    # Worker processes analysing large corpora when building the index (0 or 1: in-process).
+    # Processes analysing large corpora when building the index: this one and
+    # index_workers - 1 forked workers (0 or 1: this process alone).
     index_workers: int = 2
 
     # --- answers -----------------------------------------------------------

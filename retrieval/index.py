@@ -337,26 +337,39 @@ def _chunks(pages: Sequence[PageVersion], size: int):
 
 
 def analyze_pages(pages: Sequence[PageVersion], settings: Settings, analyzer: Analyzer):
-    """Yield `_chunk_rows` of the pages' chunks, in order, with worker processes for big
-    corpora."""
+    """Yield `_chunk_rows` of the pages' chunks, in order. For big corpora the work is
+    shared by settings.index_workers processes: this one takes every n-th chunk between
+    assembling results, and n - 1 forked workers take the others, all queued at once.
+    (Measured on 1,000 pages, 2 processes: as fast as 2 workers beside an idle main
+    process, 1.29 s against 1.30 s median of 5, with one process less. Handing chunks out
+    one by one was slower, 1.5 s: the pool's feeder and result threads wait for the GIL
+    while this process analyses.)"""
+    global _WORKER
     workers = settings.index_workers
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
-    # about eight chunks per worker (balance), at most _CHUNK_PAGES pages (progress)
+    # about eight chunks per process (balance), at most _CHUNK_PAGES pages (progress)
     size = max(1, min(_CHUNK_PAGES, -(-len(pages) // (8 * max(1, workers)))))
+    chunks = list(_chunks(pages, size))
     init = (analyzer, settings.passage_chars, settings.heading_max_chars)
-    with Progress(len(pages), "index", enabled=settings.progress) as bar:
-        if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
-            ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-            with ctx.Pool(workers, initializer=_init_worker, initargs=init) as pool:
-                for result in pool.imap(_chunk_rows, _chunks(pages, size)):
-                    bar.update(len(result[-1]))
+    try:
+        with Progress(len(pages), "index", enabled=settings.progress) as bar:
+            if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
+                ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+                with ctx.Pool(workers - 1, initializer=_init_worker, initargs=init) as pool:
+                    theirs = pool.imap(_chunk_rows, [c for k, c in enumerate(chunks) if k % workers])
+                    _init_worker(*init)
+                    for k, chunk in enumerate(chunks):
+                        result = next(theirs) if k % workers else _chunk_rows(chunk)
+                        bar.update(len(chunk))
+                        yield result
+            else:
+                _init_worker(*init)
+                for chunk in chunks:
+                    result = _chunk_rows(chunk)
+                    bar.update(len(chunk))
                     yield result
-        else:
-            _init_worker(*init)
-            for chunk in _chunks(pages, size):
-                result = _chunk_rows(chunk)
-                bar.update(len(chunk))
-                yield result
+    finally:
+        _WORKER = None  # its vocabulary is the index's now: do not keep a second copy
 
 
 class _IdMap:
