@@ -15,9 +15,9 @@ import hashlib
 import html
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -55,6 +55,8 @@ TEXT = {
     "lines": "{lines}行目",
     "fetched": "取得日：{date}",
     "version": "版：{version}",
+    "whole_page": "このページ全体を読む",
+    "whole_page_note": "取得したときの内容です。引用した行に色を付けています。",
     "audit": "記録番号 {audit_id}",
     "model_error": (
         "申し訳ありません。AIモデルに接続できなかったため、お答えできませんでした。"
@@ -79,7 +81,10 @@ TEXT = {
     "sidebar_guideline": "読み込み中のガイドライン",
     "sidebar_site": "サイト",
     "sidebar_sample": "同梱のサンプルガイドライン",
-    "sidebar_sample_note": "デモ用のサンプルです。出典のリンク先のサイトは実在しません。",
+    "sidebar_sample_note": (
+        "デモ用のサンプルです。出典のリンク先のサイトは実在しません。"
+        "ページの本文は、出典の下の「このページ全体を読む」で読めます。"
+    ),
     "sidebar_pages": "ページ数",
     "sidebar_scraped": "最終取得",
     "sidebar_mode": "回答のしかた",
@@ -135,6 +140,13 @@ CSS = """
 .grag-warning { border-left: 4px solid #b7791f; background: #fff8e6; padding: 0.4rem 0.7rem;
   margin-bottom: 0.7rem; font-size: 0.9rem; }
 .grag-audit { font-size: 0.75rem; color: #7a8794; }
+.grag-page { margin-top: 0.3rem; font-size: 0.9rem; }
+.grag-page summary { cursor: pointer; color: #1a5fb4; }
+.grag-pagetext { margin-top: 0.4rem; padding: 0.5rem 0.8rem; border: 1px solid #d5dbe1;
+  border-radius: 6px; max-height: 24rem; overflow-y: auto; }
+.grag-pagetext .grag-pline { display: block; margin: 0.1rem 0; }
+.grag-pagetext .grag-cited { background: #e3f1ea; }
+.grag-pagenote { display: block; font-size: 0.8rem; color: #5b6770; margin-bottom: 0.3rem; }
 .grag-sidebar dt { font-size: 0.8rem; color: #5b6770; }
 .grag-sidebar dd { margin: 0 0 0.5rem 0; }
 </style>
@@ -233,9 +245,11 @@ def group_passages(passages: Sequence[ShownPassage]) -> list[list[ShownPassage]]
     return list(groups.values())
 
 
-def passage_html(runs: Sequence[ShownPassage], tz_name: str) -> str:
+def passage_html(runs: Sequence[ShownPassage], tz_name: str, page_lines: Sequence[str] | None = None) -> str:
     """One page's quoted lines (runs apart marked by ⋯), then its title link, line numbers,
-    fetch date and version."""
+    fetch date and version; with `page_lines` (the stored lines of that page version), a
+    closed disclosure holding the whole page as it was fetched, the quoted lines marked:
+    the reader sees the context, even when the site has changed since or is offline."""
     first = runs[0]
     quoted: list[str] = []
     for i, run in enumerate(runs):
@@ -254,9 +268,24 @@ def passage_html(runs: Sequence[ShownPassage], tz_name: str) -> str:
         f'<span class="grag-meta">{escape_text(fetched)}</span>'
         f'<span class="grag-meta">{escape_text(version)}</span>'
     )
+    whole = whole_page_html(page_lines, set(numbers)) if page_lines else ""
     return (
         f'<div class="grag-passage"><div class="grag-quote">{"".join(quoted)}</div>'
-        f'<div class="grag-source">{source}</div></div>'
+        f'<div class="grag-source">{source}</div>{whole}</div>'
+    )
+
+
+def whole_page_html(page_lines: Sequence[str], cited: set[int]) -> str:
+    """The stored page, one line per row, inside a closed <details>; cited lines marked."""
+    rows = "".join(
+        f'<span class="grag-pline{" grag-cited" if number in cited else ""}">{escape_text(line)}</span>'
+        for number, line in enumerate(page_lines, start=1)
+        if line.strip()
+    )
+    return (
+        f'<details class="grag-page"><summary>{escape_text(TEXT["whole_page"])}</summary>'
+        f'<div class="grag-pagetext"><span class="grag-pagenote">{escape_text(TEXT["whole_page_note"])}</span>'
+        f"{rows}</div></details>"
     )
 
 
@@ -289,8 +318,11 @@ def marked_summary(summary: str, unsupported: Iterable[str]) -> str:
     return "".join(out)
 
 
-def answer_html(answer: Answer, settings: Settings) -> str:
-    """The whole assistant message for one Answer, as one block of our own HTML."""
+def answer_html(
+    answer: Answer, settings: Settings, pages: Mapping[tuple[str, int], Sequence[str]] | None = None
+) -> str:
+    """The whole assistant message for one Answer, as one block of our own HTML; `pages`
+    holds the stored lines of the cited page versions, by (url, version)."""
     tz = settings.display_timezone
     parts: list[str] = []
     # Notes for the user (a long question was cut; the model failed and extract answered).
@@ -322,7 +354,10 @@ def answer_html(answer: Answer, settings: Settings) -> str:
     else:
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_governed"])}</p>')
     if answer.passages:
-        parts.extend(passage_html(runs, tz) for runs in group_passages(answer.passages))
+        parts.extend(
+            passage_html(runs, tz, (pages or {}).get((runs[0].url, runs[0].version)))
+            for runs in group_passages(answer.passages)
+        )
     else:  # not expected from the chatbot, but never show nothing
         parts.append(f'<div class="grag-quote">{paragraphs(answer.answer)}</div>')
     if answer.audit_id is not None:
@@ -405,6 +440,8 @@ class Turn:
     answer: Answer | None = None
     error_kind: str | None = None  # "model" | "question" | "app"
     error_detail: str = ""
+    # the stored lines of each cited page version, by (url, version)
+    pages: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
 
 
 def render_turn(turn: Turn, settings: Settings) -> None:
@@ -424,7 +461,7 @@ def render_reply(turn: Turn, settings: Settings) -> None:
     if turn.error_detail:
         st.markdown(turn.error_detail, unsafe_allow_html=True)
     if turn.answer is not None:
-        st.markdown(answer_html(turn.answer, settings), unsafe_allow_html=True)
+        st.markdown(answer_html(turn.answer, settings, turn.pages), unsafe_allow_html=True)
 
 
 # --- resources -----------------------------------------------------------------------------
@@ -480,6 +517,7 @@ def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Tu
             retriever = get_retriever(settings, status)
             with Chatbot(settings, retriever=retriever) as bot:
                 turn.answer = bot.ask(question, mode)
+            turn.pages = cited_pages(turn.answer, retriever.pages)
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError
@@ -495,6 +533,12 @@ def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Tu
         turn.error_detail = incident(settings)
         _log.exception("answering %r failed", question)
     return turn
+
+
+def cited_pages(answer: Answer, pages: Sequence[Any]) -> dict[tuple[str, int], tuple[str, ...]]:
+    """The stored lines of the page versions an answer cites (for "read the whole page")."""
+    wanted = {(p.url, p.version) for p in answer.passages}
+    return {(p.url, p.version): tuple(p.lines) for p in pages if (p.url, p.version) in wanted}
 
 
 # --- page sections -------------------------------------------------------------------------

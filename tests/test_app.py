@@ -132,6 +132,22 @@ def test_answered_question_shows_verbatim_quotes_with_link_date_and_version(stor
             assert chat_app.escape_text(f"版：{passage.version}") in shown
     assert "取得日" in shown and re.search(r"\d{4}年\d{1,2}月\d{1,2}日", shown)
     assert not at.error and not blocks(at, "grag-notcovered")
+    # Under each cited page, closed: the whole page as stored, the quoted lines marked.
+    pages = {(p.url, p.version) for p in answer.passages}
+    assert shown.count('<details class="grag-page">') == len(pages)
+    assert set(turn.pages) == pages
+    with Store(store_copy) as store:
+        for url, version in pages:
+            page = store.get_version(url, version)
+            assert turn.pages[(url, version)] == tuple(page.lines)
+            for line in page.lines:
+                assert not line.strip() or chat_app.escape_text(line) in shown
+        cited = {(p.url, p.version, n) for p in answer.passages for n in p.lines}
+        marked = re.findall(r'<span class="grag-pline grag-cited">(.*?)</span>', shown)
+        assert len(marked) == len(cited)
+        passage = answer.passages[0]
+        page = store.get_version(passage.url, passage.version)
+        assert chat_app.escape_text(page.line(passage.lines[0])) in marked
     # The user's question is shown too, in its own chat message.
     assert [m.name for m in at.chat_message] == ["user", "assistant"]
 

@@ -243,6 +243,7 @@ def no_horizontal_scroll(driver) -> bool:
 # --- the test -------------------------------------------------------------------------------
 def test_chat_in_chromium(browser, server: str, prepared_store: Path, model: OpenAIStub) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with Store(prepared_store) as store:
@@ -269,6 +270,24 @@ def test_chat_in_chromium(browser, server: str, prepared_store: Path, model: Ope
     assert any("胸腺" in q.text for q in quotes)
     assert "取得日" in reply.text and "版：" in reply.text
     screenshot(browser, "desktop-answer.png")
+
+    # The whole stored page opens under a citation, the quoted lines marked.
+    page = reply.find_element(By.CSS_SELECTOR, "details.grag-page")
+    assert page.get_attribute("open") is None
+    text = page.find_element(By.CSS_SELECTOR, ".grag-pagetext")
+    assert not text.is_displayed()
+    page.find_element(By.CSS_SELECTOR, "summary").click()
+    WebDriverWait(browser, 5).until(lambda d: text.is_displayed())
+    cited = text.find_elements(By.CSS_SELECTOR, ".grag-cited")
+    assert cited and all(c.text.strip() in stored_lines for c in cited)
+    title = page.find_element(By.XPATH, "./ancestor::div[@class='grag-passage']//div[@class='grag-source']//a").text
+    [shown] = [p for p in pages.values() if p.title == title]
+    assert len(text.find_elements(By.CSS_SELECTOR, ".grag-pline")) == sum(1 for l in shown.lines if l.strip())
+    assert no_horizontal_scroll(browser)
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'});", page)
+    time.sleep(0.3)
+    browser.save_screenshot(str(ARTIFACTS / "desktop-whole-page.png"))
+    page.find_element(By.CSS_SELECTOR, "summary").click()  # closed again for what follows
 
     # Out of scope: the refusal and where to ask instead, no quote, no link.
     send(browser, OUT_OF_SCOPE)
