@@ -178,12 +178,14 @@ def span_range(spans: Sequence[tuple[int, int]], first: int, last: int) -> tuple
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
 #
-# A worker analyses whole pages and turns them into sparse rows itself: each text (title,
-# lines) becomes arrays of ids in the worker's OWN vocabulary, then the page and each of
-# its passages become (ids, counts). With every result the worker sends the terms it met
-# for the first time, in id order; the main process maps worker ids to global ids with
-# one numpy take per row. So the main process does little per page and the workers do
-# the MeCab and term work in parallel.
+# The pages are cut into chunks. Each analysing process (the main one and the forked
+# workers, each with its _WorkerState) turns a chunk into sparse rows itself: every text
+# (title, lines) becomes ids in the process's OWN vocabulary, then the pages, their
+# passages and their line spans become blocks of (ids, counts, row lengths). With every
+# chunk's result goes the vocabulary met for the first time, in id order; build_data maps
+# each process's ids to global ids with one numpy take per block (_IdMap), taking the
+# results in chunk order. So the MeCab and term work runs in parallel and the assembly
+# costs a few numpy calls per chunk.
 
 
 @dataclass
