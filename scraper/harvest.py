@@ -100,6 +100,9 @@ def _widen_to_the_pages_folder(records: list[LinkRecord], toc: str) -> list[Link
     folder = urls.majority_folder(outside, MIN_GUIDE_LINKS)
     if folder is None:
         return records
+    widened = sum(urls.is_inside_folder(url, folder) for url in outside)
+    if widened < 3 * content:  # a small guide beside a bigger news folder stays as it is
+        return records
     reason = (f"guide page: outside the TOC's folder {urls.guide_path(toc)}, inside {folder}, "
               f"the folder of most of its links")
     return [

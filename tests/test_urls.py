@@ -104,7 +104,8 @@ def test_a_toc_kept_apart_from_its_pages_finds_the_guide_in_their_folder() -> No
     """/guide/toc/ linking /guide/q/...: the pages' folder is the guide, news stays out."""
     toc = "http://127.0.0.1:8123/guide/toc/index.html"
     links = [(f"../q/q{i}.html", f"Q{i}") for i in range(1, 6)]
-    links += [("/news/a.html", "お知らせ"), ("/news/b.html", "お知らせ2"), ("/about.html", "このサイトについて")]
+    links += [("/news/a.html", "お知らせ"), ("/news/b.html", "お知らせ2"), ("/about.html", "このサイトについて"),
+              ("help.html", "使い方")]  # one page in the TOC's own folder does not make it the guide's
     records = classify_links(toc_html(links), toc)
     got = {r.url.rsplit("/", 2)[-2] + "/" + r.url.rsplit("/", 1)[-1]: r.category for r in records}
     assert [got[f"q/q{i}.html"] for i in range(1, 6)] == [urls.CONTENT] * 5
@@ -112,6 +113,9 @@ def test_a_toc_kept_apart_from_its_pages_finds_the_guide_in_their_folder() -> No
     assert got["127.0.0.1:8123/about.html"] == urls.NAVIGATION
     reason = next(r.reason for r in records if r.category == urls.CONTENT)
     assert "/guide/toc/" in reason and "/guide/q/" in reason
+    # a small guide of two pages beside a news folder of five is left alone
+    small = [("q1.html", "Q1"), ("q2.html", "Q2")] + [(f"/news/{i}.html", "n") for i in range(5)]
+    assert [r.category for r in classify_links(toc_html(small), TOC)].count(urls.CONTENT) == 2
     # a TOC whose own folder holds the guide is left alone
     records = classify_links(toc_html([("q1.html", "Q1"), ("q2.html", "Q2"), ("q3.html", "Q3")]
                                       + [(f"/news/{i}.html", "n") for i in range(5)]), TOC)
