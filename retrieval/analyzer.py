@@ -5,7 +5,8 @@ one-character nouns (肺, 癌), deletes EGFR / PD-L1 / 80mg with the non-Japanes
 splits compounds (副作用 -> 副 + 作用) and misses full-width text. Here:
 
 - NFKC first (ＥＧＦＲ -> EGFR, full-width digits and brackets);
-- nouns read from `parseToNode` features (unknown words carry only 6 fields);
+- nouns read from each node's UniDic feature string (the same as `parseToNode` gives; unknown
+  words carry only 6 fields), printed by one `parse()` call per text (see tokenize);
 - a run of nouns with its prefixes and suffixes is rejoined into one compound term
   (副作用, 遺伝子, 胸腺腫, 治療法), and its noun parts are emitted too;
 - adjacent ASCII tokens are glued into one lower-cased term (egfr, pd-l1, 5-fu, 80mg);
