@@ -6,7 +6,9 @@ header, footer, aside, forms...), hidden elements (`hidden`, `aria-hidden="true"
 `display:none` / `visibility:hidden`, classes the page's own `<style>` hides, tooltips,
 screen-reader-only text) and breadcrumbs are dropped, so that no menu or glossary text
 leaks into a guideline sentence. The text of `<main>` / `[role=main]` / the single
-`<article>` is used when present, else the body minus boilerplate.
+`<article>` is used when present, else the body minus boilerplate: blocks whose class or
+id names site chrome (sidebar, sideMenu, gNavi, localNav, subContents...) and blocks that
+are mostly links (menus and tables of contents, whatever their class).
 
 Lines are shown verbatim later: no NFKC, only whitespace is collapsed (a line break in
 the source between two Japanese characters is removed, as browsers do). A block longer
@@ -54,12 +56,23 @@ TOOLTIP_CLASS = re.compile(
 )
 SHOWN_AT_BREAKPOINT = re.compile(r"^d-(?:sm|md|lg|xl|xxl)-(?!none$)[a-z-]+$")
 BREADCRUMB = re.compile(r"bread-?crumbs?|topic-?path|pankuzu|パンくず", re.IGNORECASE)
-# Class/id tokens of site chrome, used only when the page has no <main>/<article>.
+# Class/id tokens of site chrome, used only when the page has no <main>/<article>; matched
+# after camelCase is split (sideMenu -> side-Menu, gNavi -> g-Navi, subContents -> sub-Contents),
+# with the names older Japanese sites use (side, gnavi, localNavi, subContents).
 BOILERPLATE_CLASS = re.compile(
-    r"(?:^|[-_])(?:side-?bar|side-?nav|sub-?nav|global-?nav|g-?nav|nav-?bar|menu|masthead|banner"
-    r"|header|footer|share|sns|social|page-?top|to-?top|skip(?:-?link)?|cookie|related|ads?|advert)(?:$|[-_])",
+    r"(?:^|[-_])(?:side[-_]?(?:bar|nav|navi|menu|column|col|area|box|contents?)|side(?=$)"
+    r"|sub[-_]?(?:nav|navi|menu|contents?|column|col|area)|(?:global|local|g|l|h|site)[-_]?navi?|navi?|navigation"
+    r"|nav[-_]?bar|menu|masthead|banner|header|footer|share|sns|social|page[-_]?top|to[-_]?top"
+    r"|skip(?:[-_]?link)?|cookie|related|ads?|advert)(?:$|[-_])",
     re.IGNORECASE,
 )
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Without <main>/<article>, a block that is mostly links is site navigation whatever its
+# class (trafilatura and readability judge boilerplate by link density too). Inline links
+# in a paragraph stay far below this share.
+LINK_LIST_TAGS = frozenset({"div", "ul", "ol", "dl", "table", "section", "p", "td"})
+LINK_LIST_MIN_LINKS = 3
+LINK_LIST_DENSITY = 0.7
 # Minimal CSS reading: selectors of rules that hide, in the page's own <style> blocks.
 CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 CSS_AT_BLOCK = re.compile(r"@[^{]+\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
@@ -153,11 +166,25 @@ def _hidden_classes(soup: BeautifulSoup) -> frozenset[str]:
     return frozenset(classes)
 
 
+def is_link_list(el: Tag) -> bool:
+    """A block that is mostly links (a menu, a table of contents, related pages): at least
+    LINK_LIST_MIN_LINKS links holding at least LINK_LIST_DENSITY of its text."""
+    links = el.find_all("a", href=True)
+    if len(links) < LINK_LIST_MIN_LINKS:
+        return False
+    text = len(collapse(el.get_text(" ")))
+    linked = sum(len(collapse(a.get_text(" "))) for a in links)
+    return text > 0 and linked >= LINK_LIST_DENSITY * text
+
+
 class _Extractor:
-    def __init__(self, hidden_classes: frozenset[str], fallback: bool, split_over: int) -> None:
+    def __init__(
+        self, hidden_classes: frozenset[str], fallback: bool, split_over: int, link_density: bool = True
+    ) -> None:
         self.hidden_classes = hidden_classes
         self.fallback = fallback
         self.split_over = split_over
+        self.link_density = link_density
         self.lines: list[str] = []
         self.buf: list[str] = []
 
@@ -196,8 +223,10 @@ class _Extractor:
             return True
         if self.fallback and el.name not in ("body", "html"):
             marks = [*(el.get("class") or []), str(el.get("id", ""))]
-            if any(BOILERPLATE_CLASS.search(m) for m in marks if m):
+            if any(BOILERPLATE_CLASS.search(CAMEL_BOUNDARY.sub("-", m)) for m in marks if m):
                 return el.find(HEADINGS) is None
+            if self.link_density and el.name in LINK_LIST_TAGS and is_link_list(el):
+                return True
         return False
 
     # -- walking ------------------------------------------------------------------
@@ -241,7 +270,7 @@ class _Extractor:
         for cell in tr.find_all(["td", "th"], recursive=False):
             if self.is_dropped(cell):
                 continue
-            sub = _Extractor(self.hidden_classes, self.fallback, 0)
+            sub = _Extractor(self.hidden_classes, self.fallback, 0, self.link_density)
             sub.walk(cell)
             sub.flush()
             text = " ".join(sub.lines)
@@ -264,7 +293,7 @@ def _content_root(soup: BeautifulSoup) -> tuple[Tag, bool]:
 
 
 def _text_of(el: Tag, extractor: _Extractor) -> str:
-    sub = _Extractor(extractor.hidden_classes, extractor.fallback, 0)
+    sub = _Extractor(extractor.hidden_classes, extractor.fallback, 0, extractor.link_density)
     sub.walk(el)
     sub.flush()
     return " ".join(sub.lines)
@@ -278,6 +307,11 @@ def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[s
     extractor = _Extractor(hidden, fallback, split_over_chars)
     extractor.walk(root)
     extractor.flush()
+    if fallback and not nonempty(extractor.lines):
+        # a page that is nothing but links (a chapter's list of questions) keeps them
+        extractor = _Extractor(hidden, fallback, split_over_chars, link_density=False)
+        extractor.walk(root)
+        extractor.flush()
     title = ""
     for h1 in root.find_all("h1"):
         if not any(extractor.is_dropped(p) for p in [h1, *h1.parents] if isinstance(p, Tag) and p is not soup):

@@ -112,6 +112,41 @@ def test_body_minus_boilerplate_when_there_is_no_main() -> None:
     assert lines == ["見出し", "本文の段落です。"]
 
 
+def test_older_sites_chrome_names_and_link_lists_are_dropped_without_main() -> None:
+    """No <main>: camelCase and Japanese-site ids (sideMenu, gNavi, localNav, subContents, side)
+    and any block that is mostly links (a sidebar table of contents with no telling class)
+    are site navigation; a paragraph with inline links is content."""
+    menu = "".join(f'<li><a href="q{i}.html">Q{i} 肺がんの治療について</a></li>' for i in range(1, 6))
+    html = html_page("T", f"""<div id="gNavi"><a href="/">トップ</a></div>
+        <div class="sideMenu">SIDEMENU</div><div id="localNav">LOCALNAV</div><div id="side">SIDE</div>
+        <div id="subContents">SUBCONTENTS</div>
+        <div id="wrap"><div class="box"><h3>目次</h3><ul>{menu}</ul></div>
+        <div id="contents"><h1>Q3 手術について</h1>
+        <p>手術の方法は<a href="g.html">用語集</a>と<a href="h.html">解説</a>と<a href="i.html">図</a>を参考にしてください。詳しくは担当医に相談しましょう。</p>
+        <div class="side-note">コラム：手術前の禁煙が大切です。</div></div></div>""")
+    title, lines = extract(html)
+    assert title == "Q3 手術について"
+    assert lines == [
+        "Q3 手術について",
+        "手術の方法は用語集と解説と図を参考にしてください。詳しくは担当医に相談しましょう。",
+        "コラム：手術前の禁煙が大切です。",
+    ]
+
+
+def test_a_page_of_nothing_but_links_keeps_them() -> None:
+    """A chapter page listing its questions is content too: all links, nothing dropped."""
+    menu = "".join(f'<li><a href="q{i}.html">Q{i} 治療の選び方 その{i}</a></li>' for i in range(1, 5))
+    title, lines = extract(html_page("第2章", f"<div><h1>第2章 治療</h1><ul>{menu}</ul></div>"))
+    assert lines == ["第2章 治療", *(f"Q{i} 治療の選び方 その{i}" for i in range(1, 5))]
+
+
+def test_link_lists_inside_main_are_kept() -> None:
+    """With <main>, its content is trusted: a list of links there is the page's own."""
+    menu = "".join(f'<li><a href="q{i}.html">Q{i} 関連</a></li>' for i in range(1, 5))
+    _, lines = extract(html_page("T", f"<main><h1>見出し</h1><p>本文です。</p><ul>{menu}</ul></main>"))
+    assert lines == ["見出し", "本文です。", *(f"Q{i} 関連" for i in range(1, 5))]
+
+
 def test_classes_hidden_by_the_pages_own_style_sheet_are_dropped() -> None:
     html = html_page("T", "<main><p>副作用<span class='gl-pop'>CSSHIDDEN</span>に注意します。</p></main>",
                      head="<style>.gl-pop{display:none}.gl:hover .gl-pop{display:block}</style>")
