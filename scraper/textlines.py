@@ -73,6 +73,8 @@ CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 LINK_LIST_TAGS = frozenset({"div", "ul", "ol", "dl", "table", "section", "p", "td"})
 LINK_LIST_MIN_LINKS = 3
 LINK_LIST_DENSITY = 0.7
+# Blocks of which two in one table cell make its row page layout (see is_layout_row).
+LAYOUT_BLOCKS = ("p", "div", "ul", "ol", "dl", "blockquote")
 # Minimal CSS reading: selectors of rules that hide, in the page's own <style> blocks.
 CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 CSS_AT_BLOCK = re.compile(r"@[^{]+\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
@@ -177,6 +179,17 @@ def is_link_list(el: Tag) -> bool:
     return text > 0 and linked >= LINK_LIST_DENSITY * text
 
 
+def is_layout_row(tr: Tag) -> bool:
+    """A table row that lays out a page, not data: a cell holds a heading, a table of its
+    own, or several paragraphs or lists. Its cells are blocks, not one " | "-joined line."""
+    for cell in tr.find_all(["td", "th"], recursive=False):
+        if cell.find([*HEADINGS, "table"]) is not None:
+            return True
+        if len(cell.find_all(LAYOUT_BLOCKS)) >= 2:
+            return True
+    return False
+
+
 class _Extractor:
     def __init__(
         self, hidden_classes: frozenset[str], fallback: bool, split_over: int, link_density: bool = True
@@ -251,9 +264,13 @@ class _Extractor:
             name = child.name
             if name == "br":
                 self.flush()
-            elif name == "tr":
+            elif name == "tr" and not is_layout_row(child):
                 self.flush()
                 self.row(child)
+            elif name == "tr":  # a page laid out with a table: each cell is a block of its own
+                self.flush()
+                self.walk(child)
+                self.flush()
             elif name in BLOCK_TAGS:
                 self.flush()
                 self.walk(child)

@@ -133,6 +133,19 @@ def test_older_sites_chrome_names_and_link_lists_are_dropped_without_main() -> N
     ]
 
 
+def test_a_page_laid_out_with_a_table_gives_one_line_per_block() -> None:
+    """Older sites lay pages out in a table: a cell with headings and paragraphs is blocks,
+    not one " | "-joined line; the menu cell is links and goes; a data table stays rows."""
+    menu = "".join(f'<li><a href="q{i}.html">Q{i} 肺がんの治療について</a></li>' for i in range(1, 6))
+    html = html_page("T", f"""<table width="800"><tr><td class="left"><ul>{menu}</ul></td>
+        <td><h1>Q1 手術の方法</h1><p>本文の一つ目です。</p><p>本文の二つ目です。</p>
+        <table><tr><th>種類</th><th>特徴</th></tr><tr><td>胸腔鏡</td><td>傷が小さい</td></tr></table>
+        </td></tr></table>""")
+    title, lines = extract(html)
+    assert title == "Q1 手術の方法"
+    assert lines == ["Q1 手術の方法", "本文の一つ目です。", "本文の二つ目です。", "種類 | 特徴", "胸腔鏡 | 傷が小さい"]
+
+
 def test_a_page_of_nothing_but_links_keeps_them() -> None:
     """A chapter page listing its questions is content too: all links, nothing dropped."""
     menu = "".join(f'<li><a href="q{i}.html">Q{i} 治療の選び方 その{i}</a></li>' for i in range(1, 5))
