@@ -73,8 +73,9 @@ CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 LINK_LIST_TAGS = frozenset({"div", "ul", "ol", "dl", "table", "section", "p", "td"})
 LINK_LIST_MIN_LINKS = 3
 LINK_LIST_DENSITY = 0.7
-# Blocks of which two in one table cell make its row page layout (see is_layout_row).
+# Blocks of which two in one long table cell make its row page layout (is_layout_row).
 LAYOUT_BLOCKS = ("p", "div", "ul", "ol", "dl", "blockquote")
+LAYOUT_CELL_CHARS = 200
 # Minimal CSS reading: selectors of rules that hide, in the page's own <style> blocks.
 CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 CSS_AT_BLOCK = re.compile(r"@[^{]+\{(?:[^{}]*\{[^{}]*\})*[^{}]*\}")
@@ -181,11 +182,12 @@ def is_link_list(el: Tag) -> bool:
 
 def is_layout_row(tr: Tag) -> bool:
     """A table row that lays out a page, not data: a cell holds a heading, a table of its
-    own, or several paragraphs or lists. Its cells are blocks, not one " | "-joined line."""
+    own, or several paragraphs or lists of some length (a data cell may hold two short
+    <p>). Its cells are blocks, not one " | "-joined line."""
     for cell in tr.find_all(["td", "th"], recursive=False):
         if cell.find([*HEADINGS, "table"]) is not None:
             return True
-        if len(cell.find_all(LAYOUT_BLOCKS)) >= 2:
+        if len(cell.find_all(LAYOUT_BLOCKS)) >= 2 and len(collapse(cell.get_text(" "))) >= LAYOUT_CELL_CHARS:
             return True
     return False
 

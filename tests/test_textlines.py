@@ -144,6 +144,10 @@ def test_a_page_laid_out_with_a_table_gives_one_line_per_block() -> None:
     title, lines = extract(html)
     assert title == "Q1 手術の方法"
     assert lines == ["Q1 手術の方法", "本文の一つ目です。", "本文の二つ目です。", "種類 | 特徴", "胸腔鏡 | 傷が小さい"]
+    # no heading, but long paragraphs: layout too
+    long = "".join(f"<p>{'本文です。' * 20}{i}</p>" for i in range(3))
+    _, lines = extract(html_page("T", f'<table><tr><td class="left"><ul>{menu}</ul></td><td>{long}</td></tr></table>'))
+    assert lines == [f"{'本文です。' * 20}{i}" for i in range(3)]
 
 
 def test_a_page_of_nothing_but_links_keeps_them() -> None:
