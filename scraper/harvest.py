@@ -84,8 +84,8 @@ def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
     return _widen_to_the_pages_folder(records, toc)
 
 
-# A TOC folder with fewer content links than this, beside at least as many links outside
-# it, is not where the guide lives (the TOC sits apart from its pages).
+# A TOC folder with fewer content links than this, beside more links outside it, is not
+# where the guide lives (the TOC sits apart from its pages).
 MIN_GUIDE_LINKS = 3
 
 

@@ -192,16 +192,17 @@ def folders_of(url: str) -> list[str]:
 
 
 def majority_folder(links: list[str], min_links: int) -> str | None:
-    """The deepest folder holding at least half of `links` (and at least `min_links` of
+    """The deepest folder holding more than half of `links` (and at least `min_links` of
     them): where a table of contents kept apart from its pages (/guide/toc/ linking
-    /guide/q/1.html...) has its guide. None when the links are too few."""
+    /guide/q/1.html...) has its guide. A strict majority, so two equal folders give their
+    common parent, not one of them by chance. None when the links are too few."""
     if len(links) < min_links:
         return None
     counts: dict[str, int] = {}
     for url in links:
         for folder in folders_of(url):
             counts[folder] = counts.get(folder, 0) + 1
-    need = max(min_links, (len(links) + 1) // 2)
+    need = max(min_links, len(links) // 2 + 1)
     best = [f for f, n in counts.items() if n >= need]
     return max(best, key=len) if best else None
 

@@ -113,6 +113,8 @@ def test_a_toc_kept_apart_from_its_pages_finds_the_guide_in_their_folder() -> No
     assert got["127.0.0.1:8123/about.html"] == urls.NAVIGATION
     reason = next(r.reason for r in records if r.category == urls.CONTENT)
     assert "/guide/toc/" in reason and "/guide/q/" in reason
+    # two equal folders: their common parent, not one of them by chance
+    assert urls.majority_folder([f"http://h/g/{d}/q{i}.html" for d in "ab" for i in range(3)], 3) == "/g/"
     # a small guide of two pages beside a news folder of five is left alone
     small = [("q1.html", "Q1"), ("q2.html", "Q2")] + [(f"/news/{i}.html", "n") for i in range(5)]
     assert [r.category for r in classify_links(toc_html(small), TOC)].count(urls.CONTENT) == 2
