@@ -239,3 +239,31 @@ def test_force_fetches_in_full_without_validators(fast_settings) -> None:
         forced = scrape(fast_settings.replace(conditional_get=False), toc)
     assert "If-None-Match" not in site.request_headers["/guide/q1.html"]
     assert forced.counts()["unchanged"] == 4 and not forced.corpus_changed
+
+
+def test_an_older_site_without_main_is_scraped_to_its_content_only(fast_settings) -> None:
+    """A 2000s-style site: Shift_JIS, a layout table, gNavi and a link-list sidebar with no
+    telling class, the TOC in its own folder (/guide/toc/) apart from the pages (/guide/q/).
+    Over real HTTP, the store gets exactly the pages' own sentences."""
+    titles = {i: f"Q{i} 治療のことその{i}について" for i in range(1, 5)}
+    sidebar = "".join(f'<li><a href="../q/q{i}.html">{t}</a></li>' for i, t in titles.items())
+
+    def old_page(i: int) -> str:
+        return html_page(titles[i], f"""<div id="gNavi"><a href="/">トップ</a> <a href="/guide/toc/">目次</a></div>
+            <table width="900"><tr><td class="l"><div class="box"><ul>{sidebar}</ul></div></td>
+            <td><h1>{titles[i]}</h1><p>{'これは答えの本文です。' * 8}{i}</p><p>担当医に相談してください。{i}</p></td></tr></table>
+            <div id="footerArea">Copyright デモ</div>""", charset="Shift_JIS")
+
+    site = Site()
+    site.page("/guide/toc/index.html", toc_html([(f"../q/q{i}.html", t) for i, t in titles.items()]
+                                                + [("/news/1.html", "お知らせ")]))
+    for i in titles:
+        site.page(f"/guide/q/q{i}.html", old_page(i), encoding="shift_jis")
+    with site.serve() as base:
+        summary = scrape(fast_settings, base + "/guide/toc/index.html")
+    assert sorted(summary.added) == sorted(f"{base}/guide/q/q{i}.html" for i in titles)
+    with Store(fast_settings.db) as store:
+        for i, title in titles.items():
+            page = store.get_page(f"{base}/guide/q/q{i}.html")
+            assert page.title == title
+            assert page.lines == (title, f"{'これは答えの本文です。' * 8}{i}", f"担当医に相談してください。{i}")
