@@ -42,7 +42,6 @@ settings.reference_chars characters.
 from __future__ import annotations
 
 import bisect
-import itertools
 from typing import Sequence
 
 import numpy as np
@@ -144,13 +143,13 @@ class OursRetriever(Retriever):
     def _completion(self, term: str) -> str | None:
         """The shortest corpus term that starts with `term`, a compound the corpus never
         uses: MeCab cut the question's words differently (高額療養費って -> 高額療養 + a
-        verb), the corpus has the whole word (高額療養費)."""
+        verb), the corpus has the whole word (高額療養費制度)."""
         if self._sorted_terms is None:
             self._sorted_terms = sorted(self.data.term_vocab)
         terms = self._sorted_terms
         i = bisect.bisect_left(terms, term)
         best = None
-        for candidate in itertools.islice(terms, i, i + 64):
+        for candidate in terms[i : i + 64]:  # a slice: islice would walk from the start
             if not candidate.startswith(term):
                 break
             if best is None or len(candidate) < len(best):
