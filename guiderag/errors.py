@@ -8,7 +8,8 @@ GuiderageError
 │   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is locked or corrupt
-│   └── StoreMissingError (also an InputError: exit 2) no store at --db
+│   ├── StoreMissingError (also an InputError: exit 2) no store at --db
+│   └── StoreBusyError    another scrape is writing to the store; nothing was changed
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
@@ -56,6 +57,10 @@ class StoreMissingError(StoreError, InputError):
     """--db / GUIDERAG_DB names no store: bad input, exit 2."""
 
     exit_code = 2
+
+
+class StoreBusyError(StoreError):
+    """Another scrape holds the store's scrape lock; this one changed nothing."""
 
 
 class IndexCorruptError(GuiderageError):

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from guiderag.errors import GuiderageError, InvalidURLError, ScrapeError, WorkbookError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
+from store.lock import scrape_lock
 from store.pages import FetchedPage, RunSummary, Store, content_hash
 
 from . import fetch, textlines, urls, workbook
@@ -94,7 +95,7 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
     if edits:
         notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
 
-    with fetch.Fetcher(settings, toc) as fetcher:
+    with scrape_lock(settings.db), fetch.Fetcher(settings, toc) as fetcher:
         robots = fetcher.load_robots()
         if robots.unreachable:
             raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {robots.note}. Check the "

@@ -267,3 +267,37 @@ def test_an_older_site_without_main_is_scraped_to_its_content_only(fast_settings
             page = store.get_page(f"{base}/guide/q/q{i}.html")
             assert page.title == title
             assert page.lines == (title, f"{'これは答えの本文です。' * 8}{i}", f"担当医に相談してください。{i}")
+
+
+def test_a_second_scrape_of_the_same_store_is_refused_while_one_runs(fast_settings, capsys) -> None:
+    """The lock is held by another process: the second scrape fetches nothing, changes
+    nothing and says who holds the store; once that process ends, scraping works again."""
+    import subprocess
+    import sys
+
+    from guiderag.cli import main
+    from store.lock import lock_path
+
+    site = _site(2)
+    with site.serve() as base:
+        toc = base + "/guide/index.html"
+        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 0
+        before, hits = _corpus(fast_settings), dict(site.hits)
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys; from store.lock import scrape_lock\n"
+             "with scrape_lock(sys.argv[1]):\n    print('held', flush=True); sys.stdin.readline()",
+             str(fast_settings.db)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            capsys.readouterr()
+            assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 1
+            err = capsys.readouterr().err
+            assert "another scrape is writing to" in err and f"pid {holder.pid}" in err
+            assert _corpus(fast_settings) == before and dict(site.hits) == hits
+        finally:
+            holder.communicate("\n", timeout=10)
+        assert lock_path(fast_settings.db).read_text(encoding="utf-8") == ""
+        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 0
