@@ -37,6 +37,7 @@ import secrets
 import shutil
 import sys
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -52,7 +53,7 @@ from store import PageVersion, Store
 from .analyzer import Analyzer, char_bigrams
 from .synonyms import load_synonyms, synonyms_path
 
-INDEX_FORMAT = "guiderag-index/3"  # 2, 3: line spans (spans_* matrices, passage_span_* arrays)
+INDEX_FORMAT = "guiderag-index/4"  # 3: line spans; 4: the line repeating the title is no body line
 MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
 _SENTENCE_END = tuple("。．.!?！？」』）)")
 # Worker processes pay off only beyond this many characters of text (measured with 2
@@ -60,6 +61,8 @@ _SENTENCE_END = tuple("。．.!?！？」』）)")
 _PARALLEL_MIN_CHARS = 100_000
 # Pages per worker task, at most: a task's result is one message (few numpy arrays).
 _CHUNK_PAGES = 64
+# The line repeating the page title is looked for among this many first lines.
+_TITLE_LOOKAHEAD = 5
 _TEXT = operator.itemgetter(0)  # Term.text
 
 
@@ -105,12 +108,27 @@ def is_heading(line: str, max_chars: int) -> bool:
     return 0 < len(text) <= max_chars and not text.endswith(_SENTENCE_END)
 
 
-def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) -> list[tuple[int, int, int]]:
+def title_line_number(title: str, lines: Sequence[str]) -> int:
+    """The line (from 1) among the first few that repeats the page title, else 0."""
+    want = "".join(unicodedata.normalize("NFKC", title).split())
+    if not want:
+        return 0
+    for number, line in enumerate(lines[:_TITLE_LOOKAHEAD], start=1):
+        if "".join(unicodedata.normalize("NFKC", line).split()) == want:
+            return number
+    return 0
+
+
+def segment(
+    lines: Sequence[str], passage_chars: int, heading_max_chars: int, skip: int = 0
+) -> list[tuple[int, int, int]]:
     """Passages of one page as (heading line or 0, first line, last line), numbered from 1.
 
     A passage is a window of about `passage_chars` characters of lines under one heading;
     windows advance by about half their length, so a sentence near a window's edge is
-    also seen with the lines around it."""
+    also seen with the lines around it. Line `skip` (the line that repeats the page title,
+    which heads every passage anyway) is no body line: a passage of the title alone would
+    count its words twice in a few characters and outrank the pages' text."""
     out: list[tuple[int, int, int]] = []
     heading = 0
     body: list[int] = []
@@ -136,7 +154,7 @@ def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) ->
             start = max(step, start + 1)
 
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip() or number == skip:
             continue
         if is_heading(line, heading_max_chars):
             windows()
@@ -151,16 +169,17 @@ def segment(lines: Sequence[str], passage_chars: int, heading_max_chars: int) ->
     return out
 
 
-def line_spans(lines: Sequence[str], heading_max_chars: int) -> list[tuple[int, int]]:
+def line_spans(lines: Sequence[str], heading_max_chars: int, skip: int = 0) -> list[tuple[int, int]]:
     """One span per body line, in line order, as (heading line or 0, line), numbered from 1:
     the short context (with the page title) in which a question's terms count as said
     together. A heading line is no span of its own; it heads its section's. One line, not a
     line and its neighbour: measured better on JSQuAD's refusal trade-off and on the
-    patient-worded sample set (a neighbour lets unrelated sentences pair up again)."""
+    patient-worded sample set (a neighbour lets unrelated sentences pair up again). Line
+    `skip` (the title repeated) is no span, as it is no body line of a passage (segment)."""
     heading = 0
     out: list[tuple[int, int]] = []
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line.strip() or number == skip:
             continue
         if is_heading(line, heading_max_chars):
             heading = number
@@ -302,8 +321,11 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             t_ends.append(len(terms))
             b_ends.append(len(grams))
         page_rows.append([(base, base + len(lines) + 1)])
-        spans = line_spans(lines, w.heading_max_chars)
-        passages = segment(lines, w.passage_chars, w.heading_max_chars)
+        skip = title_line_number(title, lines)
+        if skip and is_heading(lines[skip - 1], w.heading_max_chars):
+            skip = 0  # a short title heads its section, as any heading does
+        spans = line_spans(lines, w.heading_max_chars, skip)
+        passages = segment(lines, w.passage_chars, w.heading_max_chars, skip)
         for heading, first, last in passages:
             passage_rows.append(
                 [(base, base + 1), *([(base + heading, base + heading + 1)] if heading else []),

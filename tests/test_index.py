@@ -222,3 +222,19 @@ def test_chunk_rows_count_like_numpy_unique_per_row():
         assert np.array_equal(ids[got], uniq) and np.array_equal(counts[got], n), r
         start += lengths[r]
     assert start == len(ids)
+
+
+def test_the_line_repeating_the_title_is_no_passage_of_its_own():
+    """A Q&A page's title line ends like a sentence (Q29 ...ですか？), so it is a body
+    line; every passage is headed by the title already, so it is skipped, not made into a
+    passage of the title alone. A short title line stays its section's heading."""
+    from retrieval.index import line_spans, segment, title_line_number
+
+    lines = ("第8章 胸腺腫瘍", "Q29 胸腺腫瘍の診断方法にはどのようなものがありますか？", "画像検査",
+             "胸部CT検査で腫瘍の大きさを調べます。", "MRI検査を行うこともあります。")
+    title = "Q29　胸腺腫瘍の診断方法にはどのようなものがありますか？"  # as <title>: full-width space
+    assert title_line_number(title, lines) == 2
+    assert segment(lines, 300, 40) == [(1, 2, 2), (3, 4, 5)]
+    assert segment(lines, 300, 40, skip=2) == [(3, 4, 5)]
+    assert [line for _, line in line_spans(lines, 40, skip=2)] == [4, 5]
+    assert title_line_number("別のページ", lines) == 0

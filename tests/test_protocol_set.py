@@ -35,5 +35,9 @@ def test_protocol_set_on_the_sample_guideline(tmp_path: Path, capsys):
     assert refused == ["P-OUT-1", "P-OUT-2", "P-OUT-3", "P-OUT-4"], [(r["id"], r["answer"][:80]) for r in rows]
     assert all(r["verbatim"] is True for r in by_kind["in_scope"])
     assert all(r["json"]["passages"] and r["candidates"] for r in by_kind["in_scope"])
+    # each answered from the page about it: diagnosis q29, pathology q30, treatment q31,
+    # surgery q32 (not q29, whose title shares 方法 with the question)
+    tops = [r["top_url"].rsplit("/", 1)[-1] for r in by_kind["in_scope"]]
+    assert tops == ["q29.html", "q30.html", "q31.html", "q32.html"], tops
     assert summary["refusal_rate_out_of_scope"]["value"] == 1.0 and summary["coverage_in_scope"]["value"] == 1.0
     assert printed["summary"]["verbatim_rate"] == 1.0
