@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from guiderag.errors import StoreBusyError
+from guiderag.errors import StoreBusyError, StoreError
 
 try:
     import fcntl
@@ -33,8 +33,15 @@ def scrape_lock(db: Path) -> Iterator[None]:
         yield
         return
     path = lock_path(db)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as handle:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the scrape lock {path} beside the store ({exc.strerror or exc}); "
+            "check that the folder exists and is writable. Nothing was changed"
+        ) from exc
+    with handle:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

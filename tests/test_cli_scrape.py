@@ -199,3 +199,15 @@ def test_workbook_that_cannot_be_written_changes_nothing(fast_env: Path, capsys,
 def test_workbook_path_must_be_xlsx(fast_env: Path, capsys, tmp_path: Path) -> None:
     _bad_input(fast_env, capsys, ["scrape", "http://127.0.0.1:1/guide/", "--urls-xlsx", str(tmp_path / "u.csv"),
                                   "--no-index"], "must be an .xlsx file")
+
+
+def test_a_store_path_under_a_file_is_a_clear_error_and_fetches_nothing(tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a folder should be")
+    site = _site()
+    with site.serve() as base:
+        code = main(["scrape", base + "/guide/index.html", "--no-index", "--db", str(blocker / "g.db")])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "cannot create the scrape lock" in err and "Traceback" not in err
+    assert sum(site.hits.values()) == 0
