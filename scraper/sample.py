@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import threading
 from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 from guiderag.errors import InputError
@@ -38,24 +38,29 @@ def _check_site(root: Path) -> None:
 
 
 @contextmanager
-def serve_directory(root: Path) -> Iterator[str]:
-    """Serve the static folder `root` on 127.0.0.1 (a free port); yield its base URL ('http://.../').
+def serve_on_loopback(handler: Callable[..., BaseHTTPRequestHandler], name: str = "loopback-site") -> Iterator[str]:
+    """Serve `handler` on 127.0.0.1 (a free port); yield "http://127.0.0.1:PORT".
 
     The threaded server runs in a daemon thread and is shut down when the block exits.
-    """
-    handler = functools.partial(_QuietHandler, directory=str(root))
+    Used for the sample site and the devbench site, and by the tests' fixture sites."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="static-site", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True)
     thread.start()
     try:
         host, port = server.server_address[:2]
-        yield f"http://{host}:{port}/"
+        yield f"http://{host}:{port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def serve_directory(root: Path) -> Iterator[str]:
+    """Serve the static folder `root` on 127.0.0.1 (a free port); yield its base URL ('http://.../')."""
+    with serve_on_loopback(functools.partial(_QuietHandler, directory=str(root)), "static-site") as base:
+        yield base + "/"
 
 
 @contextmanager

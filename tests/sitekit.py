@@ -17,9 +17,11 @@ import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Iterator
 from urllib.parse import urlsplit
+
+from scraper.sample import serve_on_loopback
 
 
 @dataclass
@@ -139,14 +141,5 @@ class Site:
                 if status != 304:
                     self.wfile.write(body)
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        try:
-            host, port = server.server_address[:2]
-            yield f"http://{host}:{port}"
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+        with serve_on_loopback(Handler, "fixture-site") as base:
+            yield base
