@@ -68,6 +68,17 @@ def utc_now_ms() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _retrieval_columns(retrieval: dict[str, Any]) -> dict[str, Any]:
+    """The audit columns read from an answer's retrieval JSON (also for errors)."""
+    return {
+        "pipeline": retrieval.get("pipeline"),
+        "threshold": retrieval.get("threshold"),
+        "top_score": retrieval.get("top_score"),
+        "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
+        "corpus_version": retrieval.get("corpus_version"),
+    }
+
+
 @dataclass(frozen=True)
 class Gap:
     """A not-covered question (normalised) and how often it was asked."""
@@ -120,11 +131,7 @@ class AuditLog:
             "mode": answer.mode,
             "model": answer.model,
             "keywords_model": keywords_model,
-            "pipeline": retrieval.get("pipeline"),
-            "threshold": retrieval.get("threshold"),
-            "top_score": retrieval.get("top_score"),
-            "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
-            "corpus_version": retrieval.get("corpus_version"),
+            **_retrieval_columns(retrieval),
             "shown": json.dumps(shown, ensure_ascii=False),
             "answer": answer.answer,
             "summary": answer.summary,
@@ -158,11 +165,7 @@ class AuditLog:
             "mode": mode,
             "model": model,
             "keywords_model": keywords_model,
-            "pipeline": retrieval.get("pipeline"),
-            "threshold": retrieval.get("threshold"),
-            "top_score": retrieval.get("top_score"),
-            "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
-            "corpus_version": retrieval.get("corpus_version"),
+            **_retrieval_columns(retrieval),
             "shown": "[]",
             "answer": None,
             "summary": None,

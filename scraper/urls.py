@@ -177,12 +177,12 @@ def is_navigation_text(text: str) -> bool:
     return bool(SITE_PAGE_TEXT.match(re.sub(r"\s+", " ", text or "").strip()))
 
 
-def is_inside_guide(url: str, toc_url: str) -> bool:
-    return urlsplit(url).path.startswith(guide_path(toc_url))
-
-
 def is_inside_folder(url: str, folder: str) -> bool:
     return urlsplit(url).path.startswith(folder)
+
+
+def is_inside_guide(url: str, toc_url: str) -> bool:
+    return is_inside_folder(url, guide_path(toc_url))
 
 
 def folders_of(url: str) -> list[str]:
