@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable, Iterator, TextIO, TypeVar
-
-T = TypeVar("T")
+from typing import TextIO
 
 
 class Progress:
@@ -63,11 +61,3 @@ class Progress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
-
-
-def track(items: Iterable[T], total: int, label: str, *, enabled: bool = True) -> Iterator[T]:
-    """Iterate with a progress bar."""
-    with Progress(total, label, enabled=enabled) as bar:
-        for item in items:
-            yield item
-            bar.update(1)

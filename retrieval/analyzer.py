@@ -53,7 +53,6 @@ STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "�
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 _ASCII_JOINER = frozenset("-.+/")
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc]")
 
 _TAGGER: MeCab.Tagger | None = None
 _TAGGER_PID: int | None = None
@@ -457,7 +456,3 @@ def protocol_nouns(text: str) -> str:
                 nouns.append(node.surface)
             node = node.next
     return " ".join(nouns)
-
-
-def has_japanese(text: str) -> bool:
-    return bool(_JAPANESE.search(text))

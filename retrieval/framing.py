@@ -66,11 +66,6 @@ def join_after(tokens: list[Token]) -> list[Token]:
     return out
 
 
-def is_framing(token: Token) -> bool:
-    """True for a whole-word token whose form is a question-framing word."""
-    return token.kind in _WORD_KINDS and token.form in FRAMING_WORDS
-
-
 def drop_framing(tokens: Iterable[Token], words: frozenset[str] = FRAMING_WORDS) -> list[Token]:
     """The tokens with framing words turned into non-terms (kind OTHER), so they neither
     count as terms nor glue compounds. Two kinds of stray affix go too, since a lone affix

@@ -95,7 +95,6 @@ class Fetcher:
         self.session.headers.update({"User-Agent": settings.user_agent, "Accept": ACCEPT})
         self.robots = Robots(None, settings.user_agent, "robots.txt not read yet")
         self._last_request = 0.0
-        self.requests_made = 0
 
     def __enter__(self) -> "Fetcher":
         return self
@@ -177,7 +176,6 @@ class Fetcher:
             if attempt:
                 time.sleep(s.backoff_s * (2 ** (attempt - 1)))
             self._pause()
-            self.requests_made += 1
             try:
                 resp = self.session.get(current, headers=headers, timeout=s.timeout_s,
                                         allow_redirects=False, stream=True)

@@ -36,8 +36,6 @@ TRACKING_PARAM = re.compile(
 )
 # Directory index documents: `/guide/index.html` is the page `/guide/`.
 DEFAULT_INDEX = re.compile(r"(?:^|/)(?:index|default)\.(?:html?|php|asp|aspx|jsp)$", re.IGNORECASE)
-# Schemes that are not web pages at all.
-NON_WEB_SCHEME = re.compile(r"^(?:mailto|javascript|tel|sms|data|ftp|file|about|blob|irc|news|callto|skype|fax)$", re.IGNORECASE)
 # A last path segment that names an HTML page (or no extension at all).
 HTML_EXTENSION = re.compile(r"\.(?:html?|xhtml|shtml|php\d?|aspx?|jspx?|cfm|cgi|pl)$", re.IGNORECASE)
 HAS_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
@@ -141,10 +139,6 @@ def guide_path(toc_url: str) -> str:
 # --- one-line predicates -----------------------------------------------------------------
 def is_web_url(url: str) -> bool:
     return urlsplit(url).scheme.lower() in DEFAULT_PORTS
-
-
-def is_non_web_scheme(url: str) -> bool:
-    return bool(NON_WEB_SCHEME.match(urlsplit(url).scheme or ""))
 
 
 def is_same_site(url: str, other: str) -> bool:

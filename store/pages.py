@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 from guiderag.errors import StoreError, StoreMissingError
 
@@ -408,10 +408,3 @@ class Store:
 def open_store(path: Path | str, *, create: bool = True) -> Store:
     """Open (or create) the store at `path`."""
     return Store(path, create=create)
-
-
-def iter_lines(pages: Iterable[PageVersion]) -> Iterator[tuple[PageVersion, int, str]]:
-    """(page, line number from 1, text) for every line of every page."""
-    for page in pages:
-        for number, text in enumerate(page.lines, start=1):
-            yield page, number, text
