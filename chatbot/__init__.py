@@ -6,9 +6,11 @@ mode=None) -> Answer`; `LLMClient(settings).complete(system, user, **params) -> 
 """
 from __future__ import annotations
 
+from guiderag.settings import MODES
+
 from .answer import GOVERNED, NOT_GOVERNED, Answer, ShownPassage
 from .audit import AuditLog, Gap
-from .bot import MODES, Chatbot
+from .bot import Chatbot
 from .llm import LLMClient
 from .question import CleanQuestion, clean_question
 

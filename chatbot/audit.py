@@ -13,10 +13,10 @@ import sqlite3
 import threading
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from guiderag.clock import utc_now_ms
 from guiderag.errors import StoreError, WorkbookError
 from guiderag.files import save_workbook_atomic
 
@@ -62,10 +62,6 @@ COLUMNS = [
 def normalize_question(text: str) -> str:
     """NFKC and collapsed whitespace: the same question typed twice groups together."""
     return " ".join(unicodedata.normalize("NFKC", text or "").split())
-
-
-def utc_now_ms() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _retrieval_columns(retrieval: dict[str, Any]) -> dict[str, Any]:

@@ -18,10 +18,10 @@ import functools
 import time
 from typing import Any, Callable, Sequence
 
-from guiderag.errors import GuiderageError, InputError, ModelError, StoreError
-from guiderag.settings import Settings
-from retrieval.result import RetrievalResult
-from store import Store
+from guiderag.errors import GuideragError, InputError, ModelError, StoreError
+from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.retrieval.result import RetrievalResult
+from guiderag.store import Store
 
 from . import generate as gen
 from .answer import GOVERNED, NOT_GOVERNED, Answer
@@ -32,7 +32,6 @@ from .llm import LLMClient
 from .question import clean_question
 from .shown import Pick, layout, render
 
-MODES = ("extract", "lines", "generate")
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
 # Analyses of reference lines kept per Chatbot (the same lines recur across questions).
@@ -74,7 +73,7 @@ class Chatbot:
     @property
     def retriever(self) -> Any:
         if self._retriever is None:
-            import retrieval
+            from guiderag import retrieval
 
             self._retriever = retrieval.load_retriever(self.settings)
         return self._retriever
@@ -83,7 +82,7 @@ class Chatbot:
         if self._analyzer is None:
             fn = getattr(self.retriever, "analyze", None)
             if not callable(fn):
-                from retrieval.analyzer import analyze as fn
+                from guiderag.retrieval.analyzer import analyze as fn
             self._analyzer = functools.lru_cache(maxsize=ANALYSIS_CACHE)(fn)
         return self._analyzer
 
@@ -125,7 +124,7 @@ class Chatbot:
         return answer
 
     def _answer(self, question: str, mode: str, state: dict[str, Any]) -> Answer:
-        if mode != "extract":
+        if mode != EXTRACT:
             self.llm.require("answer")  # ModelNotConfiguredError before any work
         keywords = self._keywords(question, state)
         result: RetrievalResult = self.retriever.search(question, keywords)
@@ -137,9 +136,9 @@ class Chatbot:
         rjson = self._retrieval_json(result, coverage)
         if coverage is not None and coverage < self.settings.min_line_coverage:
             return self._refusal(question, mode, result, rjson)
-        if mode == "extract":
+        if mode == EXTRACT:
             return self._extract(question, result, rjson)
-        if mode == "lines":
+        if mode == LINES:
             return self._lines(question, result, rjson)
         return self._generate(question, result, rjson)
 
@@ -147,7 +146,7 @@ class Chatbot:
         """The evidence gate's measure (settings.min_line_coverage): how much of the question
         the best reference line speaks to. None when the gate is off, or for the protocol
         pipeline, which stays as published."""
-        if self.settings.min_line_coverage <= 0 or result.pipeline == "protocol":
+        if self.settings.min_line_coverage <= 0 or result.pipeline == PROTOCOL:
             return None
         # The retriever's own query weights (verbs and unseen compounds count less than
         # nouns) when it has them; else plain idf.
@@ -166,7 +165,7 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from retrieval.keywords import keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import keyword_prompt, parse_keywords
 
         count = self.settings.keyword_count
         system, user = keyword_prompt(question, count)
@@ -186,9 +185,9 @@ class Chatbot:
             self._analyze(), self._idf(),
         )
         if not text:
-            return self._refusal(question, "extract", result, rjson, error=error)
+            return self._refusal(question, EXTRACT, result, rjson, error=error)
         return Answer(
-            question=question, keywords=list(result.keywords), mode="extract", coverage=GOVERNED,
+            question=question, keywords=list(result.keywords), mode=EXTRACT, coverage=GOVERNED,
             answer=text, passages=shown, retrieval=rjson, error=error,
         )
 
@@ -203,9 +202,9 @@ class Chatbot:
         numbers = [] if gen.opens_with_insufficiency(reply) else parse_line_numbers(reply, len(reference))
         text, shown = render(picks_for(reference, numbers), self.settings.answer_chars) if numbers else ("", [])
         if not text:
-            return self._refusal(question, "lines", result, rjson, model=model)
+            return self._refusal(question, LINES, result, rjson, model=model)
         return Answer(
-            question=question, keywords=list(result.keywords), mode="lines", coverage=GOVERNED,
+            question=question, keywords=list(result.keywords), mode=LINES, coverage=GOVERNED,
             answer=text, passages=shown, retrieval=rjson, model=model,
         )
 
@@ -218,11 +217,11 @@ class Chatbot:
             role="answer", temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
         )
         if gen.is_insufficient(reply):
-            return self._refusal(question, "generate", result, rjson, model=model)
+            return self._refusal(question, GENERATE, result, rjson, model=model)
         summary = reply.strip()
         _, shown = layout(Pick(p.page, n, float(p.score)) for p in result.passages for n in p.lines)
         return Answer(
-            question=question, keywords=list(result.keywords), mode="generate", coverage=GOVERNED,
+            question=question, keywords=list(result.keywords), mode=GENERATE, coverage=GOVERNED,
             answer=summary, passages=shown, retrieval=rjson, summary=summary,
             unsupported_sentences=gen.unsupported_sentences(summary, reference, self._analyze()),
             model=model,
@@ -255,24 +254,24 @@ class Chatbot:
             state["result"] = result
             state["keywords"] = list(result.keywords)
         if not result.governed:
-            return self._refusal(question, "extract", result, error=note)
+            return self._refusal(question, EXTRACT, result, error=note)
         coverage = self._evidence(question, result)
         rjson = self._retrieval_json(result, coverage)
         if coverage is not None and coverage < self.settings.min_line_coverage:
-            return self._refusal(question, "extract", result, rjson, error=note)
+            return self._refusal(question, EXTRACT, result, rjson, error=note)
         return self._extract(question, result, rjson, error=note)
 
     def _record_error(
         self, question: str, exc: BaseException, mode: str | None, state: dict[str, Any], started: float
     ) -> None:
         result = state.get("result")
-        message = str(exc) if isinstance(exc, GuiderageError) else f"{type(exc).__name__}: {exc}"
+        message = str(exc) if isinstance(exc, GuideragError) else f"{type(exc).__name__}: {exc}"
         self.audit.record_error(
             question,
             message,
             keywords=state.get("keywords") or [],
             mode=mode,
-            model=self.llm.model_for("answer") if mode in ("lines", "generate") else None,
+            model=self.llm.model_for("answer") if mode in MODEL_MODES else None,
             keywords_model=state.get("keywords_model"),
             retrieval=result.to_json() if result is not None else None,
             latency_ms=(time.perf_counter() - started) * 1000.0,

@@ -6,7 +6,7 @@ import json
 import sys
 
 from guiderag.settings import Settings
-from store import Store
+from guiderag.store import Store
 
 from .answer import Answer
 from .audit import AuditLog

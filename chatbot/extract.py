@@ -18,7 +18,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from retrieval.result import Passage
+from guiderag.retrieval.result import Passage
 
 from .answer import ShownPassage
 from .shown import Pick, is_heading, render, title_line

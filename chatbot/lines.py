@@ -13,8 +13,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
-from retrieval.result import Passage
-from store import PageVersion
+from guiderag.retrieval.result import Passage
+from guiderag.store import PageVersion
 
 from .shown import Pick
 

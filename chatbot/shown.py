@@ -14,7 +14,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from store import PageVersion
+from guiderag.store import PageVersion
 
 from .answer import ShownPassage
 

@@ -18,8 +18,8 @@ from typing import Any, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from guiderag.errors import InputError
-from guiderag.settings import Settings
-from scraper.sample import serve_directory
+from guiderag.settings import EXTRACT, MODES, PIPELINES, Settings
+from guiderag.scraper.sample import serve_directory
 
 from . import jsquad
 from .runner import run_questions
@@ -143,16 +143,16 @@ def run_devbench(
     log: Any = None,
 ) -> BenchReport:
     """Build, serve, scrape, evaluate; return the report (see BenchReport.table/to_json)."""
-    import scraper
-    from store import Store
+    from guiderag import scraper
+    from guiderag.store import Store
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
     for p in pipelines:
-        if p not in ("ours", "protocol"):
-            raise InputError(f"unknown pipeline {p!r}: use ours and/or protocol")
+        if p not in PIPELINES:
+            raise InputError(f"unknown pipeline {p!r}: use {' and/or '.join(PIPELINES)}")
     for m in modes:
-        if m not in ("extract", "lines", "generate"):
-            raise InputError(f"unknown mode {m!r}: use extract, lines and/or generate")
+        if m not in MODES:
+            raise InputError(f"unknown mode {m!r}: use {', '.join(MODES[:-1])} and/or {MODES[-1]}")
     if limit is not None and limit <= 0:
         raise InputError(f"--limit must be a positive number of questions, not {limit}")
 
@@ -186,7 +186,7 @@ def run_devbench(
         if extra:
             log(f"devbench: warning: the scraper stored {len(extra)} page(s) that are not articles, e.g. {extra[:3]}")
 
-        import retrieval
+        from guiderag import retrieval
 
         retrieval.build_index(base)  # as `guiderag scrape` does after a changed corpus
         runs: list[BenchRun] = []
@@ -194,7 +194,7 @@ def run_devbench(
             ps = base.replace(pipeline=pipeline)
             retriever = None
             for mode in modes:
-                if mode != "extract" and not ps.replace(mode=mode).model_configured:
+                if mode != EXTRACT and not ps.replace(mode=mode).model_configured:
                     runs.append(BenchRun(pipeline, mode, "skipped", "no language model configured "
                                          "(set GUIDERAG_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY)"))
                     continue

@@ -15,12 +15,13 @@ from typing import Sequence
 from urllib.parse import urljoin
 
 from guiderag.errors import InputError
-from guiderag.settings import REPO_ROOT, Settings
+from guiderag.resources import shared_bench_dir
+from guiderag.settings import Settings
 
 from .site_builder import ARTICLE_DIR, SitePage, write_site
 from .workbook import IN_SCOPE, OUT_OF_SCOPE, Question
 
-DEFAULT_DIR = REPO_ROOT.parent / "shared" / "bench" / "jsquad-v1.3"
+BENCH_NAME = "jsquad-v1.3"
 DEFAULT_FILE = "valid-v1.3.json"
 SEP = " [SEP] "
 
@@ -61,7 +62,7 @@ def _digest(text: str) -> str:
 
 def default_path(settings: Settings | None = None) -> Path:
     """The JSQuAD validation file: settings.jsquad_dir, else ../shared/bench/jsquad-v1.3."""
-    folder = settings.jsquad_dir if settings and settings.jsquad_dir else DEFAULT_DIR
+    folder = settings.jsquad_dir if settings and settings.jsquad_dir else shared_bench_dir() / BENCH_NAME
     return Path(folder) / DEFAULT_FILE
 
 

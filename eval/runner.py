@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from guiderag.errors import EvalError, GuiderageError, ModelNotConfiguredError
+from guiderag.errors import EvalError, GuideragError, ModelNotConfiguredError
 from guiderag.progress import Progress
-from guiderag.settings import Settings
-from store.pages import utc_now
+from guiderag.settings import EXTRACT, Settings
+from guiderag.clock import utc_now
 
 from . import metrics
 from .workbook import IN_SCOPE, Question, write_results
@@ -72,7 +72,7 @@ class _PageLines:
     for the verbatim check."""
 
     def __init__(self, db: Path) -> None:
-        from store import Store
+        from guiderag.store import Store
 
         self.store = Store(db, create=False)
         self._cache: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -182,8 +182,8 @@ class _Asker:
     """Asks questions one at a time, each in a fresh Chatbot, and scores the answers."""
 
     def __init__(self, settings: Settings, mode: str, retriever: Any = None, llm: Any = None) -> None:
-        import retrieval as retrieval_pkg
-        from chatbot.llm import LLMClient
+        from guiderag import retrieval as retrieval_pkg
+        from guiderag.chatbot.llm import LLMClient
 
         self.settings = settings
         self.mode = mode
@@ -192,7 +192,7 @@ class _Asker:
         self.page_lines = _PageLines(settings.db)
 
     def ask(self, q: Question) -> dict:
-        from chatbot import Chatbot
+        from guiderag.chatbot import Chatbot
 
         # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
         bot = Chatbot(self.settings, retriever=self.recorder, llm=self.llm, store=self.page_lines.store)
@@ -204,7 +204,7 @@ class _Asker:
             return score(q, ans, self.recorder.last, latency, self.page_lines.lines)
         except ModelNotConfiguredError:
             raise
-        except GuiderageError as exc:
+        except GuideragError as exc:
             return failed_row(q, exc, (time.perf_counter() - t0) * 1000.0)
         finally:
             close = getattr(bot, "close", None)
@@ -257,11 +257,11 @@ def run_questions(
     On KeyboardInterrupt the workbook is written with the questions done so far
     (marked partial) before the interrupt propagates.
     """
-    import retrieval as retrieval_pkg
+    from guiderag import retrieval as retrieval_pkg
 
     mode = mode or settings.mode
     settings = settings.replace(mode=mode)
-    if mode != "extract" and not settings.model_configured:
+    if mode != EXTRACT and not settings.model_configured:
         raise ModelNotConfiguredError(
             f"mode {mode!r} needs a language model: set GUIDERAG_MODEL (or GUIDERAG_ANSWER_MODEL) "
             "and OPENAI_API_KEY or OPENAI_BASE_URL, or use --mode extract"
@@ -281,7 +281,7 @@ def run_questions(
         ("threshold", settings.threshold),
         ("db", str(settings.db)),
         ("corpus_version", getattr(retriever, "corpus_version", "")),
-        ("answer_model", settings.answer_model if mode != "extract" else None),
+        ("answer_model", settings.answer_model if mode != EXTRACT else None),
         ("keywords_model", settings.keywords_model),
         ("worker_processes", workers),
         ("started_at", started),

@@ -1,6 +1,6 @@
 """guiderag: answers questions from a clinical guideline, in the guideline's own words."""
 from .errors import (
-    GuiderageError,
+    GuideragError,
     IndexCorruptError,
     InputError,
     InvalidURLError,
@@ -15,7 +15,7 @@ from .errors import (
 from .settings import Settings
 
 __all__ = [
-    "GuiderageError",
+    "GuideragError",
     "IndexCorruptError",
     "InputError",
     "InvalidURLError",

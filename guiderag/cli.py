@@ -1,7 +1,8 @@
 """The `guiderag` console script: argument parsing and error handling only.
 
-Each command's work lives in the package of its pipeline stage (`<package>.commands`),
-imported lazily so that `guiderag pages` does not load MeCab or scikit-learn.
+Each command's work lives in the package of its pipeline stage (`guiderag.<stage>.commands`),
+or in guiderag.commands when it spans stages, imported lazily so that `guiderag pages`
+does not load MeCab or scikit-learn.
 Exit codes (../shared/CONTRACT.md): 0 success, 2 bad usage or input, 1 other failure.
 """
 from __future__ import annotations
@@ -12,20 +13,21 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import GuiderageError
-from .settings import Settings
+from .errors import GuideragError
+from .settings import MODES, PIPELINES, Settings
 
 # command -> (module, function); each function is `(args, settings) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "scrape": ("scraper.commands", "run_scrape"),
-    "pages": ("scraper.commands", "run_pages"),
-    "index": ("retrieval.commands", "run_index"),
-    "bench": ("retrieval.commands", "run_bench"),
-    "ask": ("chatbot.commands", "run_ask"),
-    "audit": ("chatbot.commands", "run_audit"),
-    "gaps": ("chatbot.commands", "run_gaps"),
-    "eval": ("eval.commands", "run_eval"),
-    "devbench": ("eval.commands", "run_devbench"),
+    "scrape": ("guiderag.commands", "run_scrape"),
+    "pages": ("guiderag.scraper.commands", "run_pages"),
+    "index": ("guiderag.retrieval.commands", "run_index"),
+    "bench": ("guiderag.retrieval.commands", "run_bench"),
+    "ask": ("guiderag.chatbot.commands", "run_ask"),
+    "audit": ("guiderag.chatbot.commands", "run_audit"),
+    "gaps": ("guiderag.chatbot.commands", "run_gaps"),
+    "eval": ("guiderag.eval.commands", "run_eval"),
+    "devbench": ("guiderag.eval.commands", "run_devbench"),
+    "chat": ("guiderag.commands", "run_chat"),
 }
 
 
@@ -39,8 +41,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else data/guiderag.db)")
-    common.add_argument("--pipeline", choices=["ours", "protocol"], help="retrieval pipeline (default: ours)")
+    common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
+    common.add_argument("--pipeline", choices=PIPELINES, help="retrieval pipeline (default: ours)")
     common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -68,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ask", parents=[common], help="answer one question")
     p.add_argument("question")
-    p.add_argument("--mode", choices=["extract", "lines", "generate"])
+    p.add_argument("--mode", choices=MODES)
     p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
 
     p = sub.add_parser("audit", parents=[common], help="export the audit log")
@@ -80,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="run a question set and write a scored workbook")
     p.add_argument("questions", type=Path, nargs="?", help="QUESTIONS.xlsx")
     p.add_argument("--out", type=Path, help="RESULTS.xlsx")
-    p.add_argument("--mode", choices=["extract", "lines", "generate"])
+    p.add_argument("--mode", choices=MODES)
     p.add_argument("--compare", type=Path, nargs=2, metavar=("A.xlsx", "B.xlsx"), help="paired-bootstrap comparison of two result workbooks")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
@@ -91,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8501, help="port (default 8501)")
     return parser
 
 
@@ -121,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             importlib.import_module(module_name), func_name
         )
         return int(func(args, settings) or 0)
-    except GuiderageError as exc:
+    except GuideragError as exc:
         print(f"guiderag: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

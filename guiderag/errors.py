@@ -1,6 +1,6 @@
 """The exception hierarchy of guiderag, written down in one place.
 
-GuiderageError
+GuideragError
 ├── InputError        bad usage or bad input: the CLI exits 2 with the message
 │   ├── InvalidURLError
 │   ├── WorkbookError
@@ -21,13 +21,13 @@ Every message says what went wrong and what a maintainer can do about it.
 from __future__ import annotations
 
 
-class GuiderageError(Exception):
+class GuideragError(Exception):
     """Base class of every error guiderag raises on purpose."""
 
     exit_code = 1
 
 
-class InputError(GuiderageError):
+class InputError(GuideragError):
     """Bad usage or bad input. Nothing was changed. CLI exit code 2."""
 
     exit_code = 2
@@ -45,11 +45,11 @@ class QuestionError(InputError):
     """A question that cannot be answered as given (empty, control characters only...)."""
 
 
-class ScrapeError(GuiderageError):
+class ScrapeError(GuideragError):
     """The scrape failed; the previous good corpus is untouched."""
 
 
-class StoreError(GuiderageError):
+class StoreError(GuideragError):
     """The page store cannot be opened or used."""
 
 
@@ -63,11 +63,11 @@ class StoreBusyError(StoreError):
     """Another scrape holds the store's scrape lock; this one changed nothing."""
 
 
-class IndexCorruptError(GuiderageError):
+class IndexCorruptError(GuideragError):
     """The retrieval index is missing, stale or corrupt; rebuild it with `guiderag index`."""
 
 
-class IndexWriteError(GuiderageError):
+class IndexWriteError(GuideragError):
     """The retrieval index could not be written (disk full, permissions); the previous
     index, if any, is still the current one."""
 
@@ -76,7 +76,7 @@ class EmptyCorpusError(InputError):
     """The page store holds no content page: there is nothing to index or search."""
 
 
-class ModelError(GuiderageError):
+class ModelError(GuideragError):
     """The configured language model failed (unreachable, HTTP error, timeout, bad reply)."""
 
 
@@ -86,5 +86,5 @@ class ModelNotConfiguredError(ModelError, InputError):
     exit_code = 2
 
 
-class EvalError(GuiderageError):
+class EvalError(GuideragError):
     """An evaluation run could not go on (a worker process died); the partial results are kept."""

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
+from .resources import default_db
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = REPO_ROOT / "data"
-SAMPLE_SITE_DIR = DATA_DIR / "sample_site"
-SAMPLE_TOC_PATH = "guide/index.html"
+# Names defined once: answer modes (extract needs no model) and retrieval pipelines.
+EXTRACT, LINES, GENERATE = "extract", "lines", "generate"
+MODES = (EXTRACT, LINES, GENERATE)
+MODEL_MODES = (LINES, GENERATE)
+OURS, PROTOCOL = "ours", "protocol"
+PIPELINES = (OURS, PROTOCOL)
 
 DEFAULT_REFUSAL = (
     "申し訳ありません。このご質問に答えられる内容は、このガイドラインには書かれていません。"
@@ -33,7 +36,8 @@ class Settings:
     """Every tunable of guiderag. Build with `Settings.load(...)`, not by hand."""
 
     # --- store -------------------------------------------------------------
-    db: Path = Path("data/guiderag.db")
+    # Default: $XDG_DATA_HOME/guiderag/guiderag.db (~/.local/share/...), see resources.py.
+    db: Path = field(default_factory=default_db)
 
     # --- scraper -----------------------------------------------------------
     user_agent: str = "guiderag/0.1 (clinical-guideline chatbot; polite crawler)"
@@ -61,7 +65,7 @@ class Settings:
     sample_site_url: str = "http://sample-guide.guiderag.invalid"
 
     # --- retrieval ---------------------------------------------------------
-    pipeline: str = "ours"  # "ours" | "protocol"
+    pipeline: str = OURS  # one of PIPELINES
     threshold: float = 0.2
     reference_chars: int = 4096
     synonyms: Path | None = None  # TSV of patient words <-> guideline words
@@ -82,7 +86,7 @@ class Settings:
     # ours: a passage's score is scaled by (1 - span_weight + span_weight * r), r the share of
     # its matched question terms that its best line span (title, heading and one line)
     # also holds: only passages whose terms lie scattered over unrelated lines lose.
-    # 0.45 measured on JSQuAD (devcheck, devbench) and the patient-worded sample set
+    # 0.45 measured on JSQuAD (devbench) and the patient-worded sample set
     # (0.4 left the surgery page above the threshold for 放射線治療の期間); 0 turns it off.
     span_weight: float = 0.45
     # ours: weight of verb/adjective lemmas relative to nouns in a query.
@@ -110,7 +114,7 @@ class Settings:
     index_workers: int = 2
 
     # --- answers -----------------------------------------------------------
-    mode: str = "extract"  # "extract" | "lines" | "generate"
+    mode: str = EXTRACT  # one of MODES
     answer_chars: int = 500
     max_question_chars: int = 500
     refusal_message: str = DEFAULT_REFUSAL
@@ -134,7 +138,8 @@ class Settings:
     fallback_to_extract: bool = False
 
     # --- evaluation (eval/) -------------------------------------------------
-    # JSQuAD folder for `guiderag devbench`; None: ../shared/bench/jsquad-v1.3 beside the repo.
+    # JSQuAD folder for `guiderag devbench`; None: ../shared/bench/jsquad-v1.3 beside the
+    # checkout (resources.shared_bench_dir).
     jsquad_dir: Path | None = None
     jsquad_held_out: float = 0.2  # share of JSQuAD articles kept off the site (out of scope)
     jsquad_seed: str = "guiderag-devbench-1"  # salt of the deterministic held-out split
@@ -195,10 +200,10 @@ class Settings:
 
     def validate(self) -> None:
         """Raise InputError for values no run could use."""
-        if self.pipeline not in ("ours", "protocol"):
-            raise InputError(f"pipeline must be 'ours' or 'protocol', not {self.pipeline!r}")
-        if self.mode not in ("extract", "lines", "generate"):
-            raise InputError(f"mode must be extract, lines or generate, not {self.mode!r}")
+        if self.pipeline not in PIPELINES:
+            raise InputError(f"pipeline must be one of {', '.join(PIPELINES)}, not {self.pipeline!r}")
+        if self.mode not in MODES:
+            raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"threshold must be between 0 and 1, not {self.threshold}")
         if self.reference_chars < 200:

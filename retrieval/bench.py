@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import Settings
-from store import PageVersion
+from guiderag.settings import PROTOCOL, Settings
+from guiderag.store import PageVersion
 
 from .analyzer import protocol_nouns, tagger
 from .index import build_data, load_data, make_analyzer, save_data
@@ -233,7 +233,7 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path, lo
         governed += result.governed
     say(f"bench: {n_pages} pages: protocol (refit per query)")
     docs = [protocol_nouns(page_text(p)) for p in corpus.pages]
-    protocol = ProtocolRetriever(settings.replace(pipeline="protocol"), corpus.pages, "bench", docs=docs)
+    protocol = ProtocolRetriever(settings.replace(pipeline=PROTOCOL), corpus.pages, "bench", docs=docs)
     proto_ms: list[float] = []
     spent = 0.0
     for q in corpus.queries:

@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from guiderag.errors import EmptyCorpusError, IndexCorruptError, IndexWriteError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
-from store import PageVersion, Store
+from guiderag.store import PageVersion, Store
 
 from .analyzer import Analyzer, char_bigrams
 from .synonyms import load_synonyms, synonyms_path

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from guiderag.errors import IndexCorruptError, IndexWriteError
-from guiderag.settings import Settings
+from guiderag.settings import PROTOCOL, Settings
 
 from .index import build_data, check_matches, index_fingerprint, load_data, make_analyzer, read_corpus, save_data
 from .pipeline_ours import OursRetriever
@@ -20,7 +20,7 @@ def load_retriever(settings: Settings) -> Retriever:
     swapped in atomically), with a one-line notice on stderr. Callers load it once per
     process and reuse it. Raises EmptyCorpusError when nothing was scraped yet."""
     pages, corpus_version = read_corpus(settings)
-    if settings.pipeline == "protocol":
+    if settings.pipeline == PROTOCOL:
         return ProtocolRetriever(settings, pages, corpus_version)
     analyzer = make_analyzer(settings)
     fingerprint = index_fingerprint(settings, analyzer)

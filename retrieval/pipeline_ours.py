@@ -46,8 +46,8 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import Settings
-from store import PageVersion
+from guiderag.settings import OURS, Settings
+from guiderag.store import PageVersion
 
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
 from .index import IndexData, unseen_idf
@@ -66,7 +66,7 @@ _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
 class OursRetriever(Retriever):
     """Search over a fitted IndexData; a query is an analysis plus sparse column sums."""
 
-    pipeline = "ours"
+    pipeline = OURS
 
     def __init__(self, settings: Settings, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer) -> None:
         super().__init__(settings, pages, data.corpus_version)

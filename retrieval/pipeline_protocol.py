@@ -25,8 +25,8 @@ from typing import Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from guiderag.settings import Settings
-from store import PageVersion
+from guiderag.settings import PROTOCOL, Settings
+from guiderag.store import PageVersion
 
 from .analyzer import Analyzer, protocol_nouns
 from .keywords import clean_keywords
@@ -68,7 +68,7 @@ def literal_reference(texts: Sequence[str], limit: int) -> str:
 class ProtocolRetriever(Retriever):
     """The literal protocol over the store's current pages (no index: it refits per query)."""
 
-    pipeline = "protocol"
+    pipeline = PROTOCOL
 
     def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str,
                  docs: Sequence[str] | None = None) -> None:

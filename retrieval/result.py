@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from store import PageVersion
+from guiderag.store import PageVersion
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from abc import ABC, abstractmethod
 from typing import Sequence
 
 from guiderag.settings import Settings
-from store import PageVersion
+from guiderag.store import PageVersion
 
 from .result import RetrievalResult
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guiderag.errors import InputError
-from guiderag.settings import DATA_DIR, Settings
+from guiderag.resources import SYNONYMS_FILE, data_path
+from guiderag.settings import Settings
 
 from .analyzer import SYNONYM, Token, normalize, tokenize
 
-DEFAULT_SYNONYMS = DATA_DIR / "synonyms.tsv"
 _FORM = operator.attrgetter("form")
 
 
@@ -119,7 +119,14 @@ def load_synonyms(path: Path | None) -> SynonymTable | None:
 
 
 def synonyms_path(settings: Settings) -> Path | None:
-    """settings.synonyms, else data/synonyms.tsv when it exists, else None."""
+    """settings.synonyms, else the bundled data/synonyms.tsv.
+
+    The bundled table is package data: missing, guiderag is damaged (the analyzer, and
+    every answer, would silently differ), so that is an error, not "no synonyms"."""
     if settings.synonyms is not None:
         return Path(settings.synonyms)
-    return DEFAULT_SYNONYMS if DEFAULT_SYNONYMS.exists() else None
+    bundled = data_path(SYNONYMS_FILE)
+    if not bundled.is_file():
+        raise InputError(f"the bundled synonym table {bundled} is missing: reinstall guiderag "
+                         "(pip install --force-reinstall guiderag)")
+    return bundled

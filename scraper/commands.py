@@ -1,51 +1,27 @@
-"""`guiderag scrape` and `guiderag pages` (see ../shared/CONTRACT.md)."""
+"""`guiderag pages`, and the printed report of `guiderag scrape` (see ../shared/CONTRACT.md).
+
+The scrape command itself (scrape, then rebuild the index) is guiderag.commands: it spans
+two stages.
+"""
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections import Counter
 
-from guiderag.errors import GuiderageError, InputError
 from guiderag.settings import Settings
-from store.pages import Store
+from guiderag.store.pages import Store
 
-from .run import ScrapeReport, rebuild_index, scrape_site
+from .run import ScrapeReport
 
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
-    """Scrape a TOC URL (or the bundled sample), print the summary, rebuild the index."""
-    if args.sample and args.toc_url:
-        raise InputError("give either a table-of-contents URL or --sample, not both")
-    if not args.sample and not args.toc_url:
-        raise InputError("give the table-of-contents URL to scrape (or --sample for the bundled sample guideline)")
-    if args.sample:
-        sample = importlib.import_module("scraper.sample")
-        if getattr(args, "delay", None) is None:
-            settings = settings.replace(delay_s=0.0)  # our own loopback server: no one to be polite to
-        with sample.serve_sample_site() as toc_url:
-            report = scrape_site(settings, toc_url, urls_xlsx=args.urls_xlsx,
-                                 public_site=settings.sample_site_url)
-    else:
-        report = scrape_site(settings, args.toc_url, urls_xlsx=args.urls_xlsx)
-    _print_report(report)
-    if report.summary.corpus_changed and not args.no_index:
-        try:
-            if rebuild_index(settings, _say):
-                _say("retrieval index rebuilt")
-        except GuiderageError as exc:
-            _say(f"guiderag: error: the scrape was stored, but rebuilding the index failed: {exc}. "
-                 "Run `guiderag index` to retry")
-            return 1
-    return 0
-
-
-def _print_report(report: ScrapeReport) -> None:
+def print_report(report: ScrapeReport) -> None:
+    """The scrape's notes and summary: notes on stderr, the two summary lines on stdout."""
     s = report.summary
     for note in report.notes:
         _say(note)

@@ -18,7 +18,7 @@ from urllib.parse import urljoin
 import requests
 
 from guiderag.settings import Settings
-from store.pages import utc_now
+from guiderag.clock import utc_now
 
 from . import charset, urls
 

@@ -13,14 +13,14 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 from urllib.parse import urlsplit
 
-from guiderag.errors import GuiderageError, InvalidURLError, ScrapeError, WorkbookError
+from guiderag.errors import GuideragError, InvalidURLError, ScrapeError, WorkbookError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
-from store.lock import scrape_lock
-from store.pages import FetchedPage, RunSummary, Store, content_hash
+from guiderag.store.lock import scrape_lock
+from guiderag.store.pages import FetchedPage, RunSummary, Store, content_hash
 
 from . import fetch, textlines, urls, workbook
 from .harvest import LinkRecord, apply_robots, classify_links
@@ -202,7 +202,7 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
         if isinstance(exc, KeyboardInterrupt):
             _mark_failed(store, run_id, "interrupted (Ctrl-C); the previous corpus was kept", "aborted")
         elif _run_status(store, run_id) == "running":  # commit_run records its own failures
-            _mark_failed(store, run_id, str(exc) if isinstance(exc, GuiderageError)
+            _mark_failed(store, run_id, str(exc) if isinstance(exc, GuideragError)
                          else f"{exc.__class__.__name__}: {exc}", "failed")
         raise
     try:
@@ -282,15 +282,3 @@ def _record(result: fetch.FetchResult, public: str, store: Store, fetched: list[
         failed[public] = result.reason
         verdicts[url] = (urls.CONTENT, f"fetch failed: {result.reason}")
         info[public] = workbook.FetchInfo(http_status=result.status, fetched_at=result.fetched_at)
-
-
-def rebuild_index(settings: Settings, say: Callable[[str], None]) -> bool:
-    """Rebuild the retrieval index after a scrape changed the corpus (when retrieval can)."""
-    import retrieval
-
-    if not hasattr(retrieval, "build_index"):
-        say("note: the retrieval index was not rebuilt (retrieval.build_index is not available yet); "
-            "run `guiderag index` when it is")
-        return False
-    retrieval.build_index(settings)
-    return True

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 from urllib.parse import urljoin, urlsplit
 
 from guiderag.errors import InputError
-from guiderag.settings import SAMPLE_SITE_DIR, SAMPLE_TOC_PATH
+from guiderag.resources import SAMPLE_TOC_PATH, sample_site_dir
 
 CONTENT_LIST_NAME = "content_pages.txt"
 
@@ -33,7 +33,7 @@ def _check_site(root: Path) -> None:
     if not (root / SAMPLE_TOC_PATH).is_file():
         raise InputError(
             f"sample site not found: {root / SAMPLE_TOC_PATH} does not exist; "
-            "check that data/sample_site/ is present in the checkout"
+            "the bundled data of guiderag is incomplete: reinstall guiderag (pip install --force-reinstall)"
         )
 
 
@@ -64,17 +64,18 @@ def serve_directory(root: Path) -> Iterator[str]:
 
 
 @contextmanager
-def serve_sample_site(root: Path = SAMPLE_SITE_DIR) -> Iterator[str]:
-    """Serve the sample site in `root` on loopback and yield the URL of its table of contents."""
-    root = Path(root)
+def serve_sample_site(root: Path | None = None) -> Iterator[str]:
+    """Serve the sample site in `root` (default: the bundled one) on loopback and yield the URL
+    of its table of contents."""
+    root = Path(root) if root is not None else sample_site_dir()
     _check_site(root)
     with serve_directory(root) as base:
         yield base + SAMPLE_TOC_PATH
 
 
-def declared_content_paths(root: Path = SAMPLE_SITE_DIR) -> list[str]:
+def declared_content_paths(root: Path | None = None) -> list[str]:
     """The site-relative paths of the true content pages, in declared order."""
-    listing = Path(root) / CONTENT_LIST_NAME
+    listing = (Path(root) if root is not None else sample_site_dir()) / CONTENT_LIST_NAME
     if not listing.is_file():
         raise InputError(f"declared content list not found: {listing}")
     paths = []
@@ -85,7 +86,7 @@ def declared_content_paths(root: Path = SAMPLE_SITE_DIR) -> list[str]:
     return paths
 
 
-def sample_content_urls(base_url: str, root: Path = SAMPLE_SITE_DIR) -> set[str]:
+def sample_content_urls(base_url: str, root: Path | None = None) -> set[str]:
     """Absolute URLs of the declared content pages on the server at `base_url`.
 
     `base_url` may be any URL of that server (the TOC URL yielded by `serve_sample_site`

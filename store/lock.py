@@ -1,64 +1,82 @@
-"""One scrape at a time per store: an exclusive lock on a file beside the database.
+"""File locks beside the store: one scrape at a time, one first-run build at a time.
 
 Two scrapes of one store at once would each commit a whole run, the later one marking as
 removed what the earlier one added from another table of contents, and both fetching the
-site twice. The second one is refused before it fetches anything. The lock is `flock` on
-`<db>.scrape.lock`: the system releases it when its process ends, however it ends, so a
-crashed scrape never leaves a stale lock. The file says who holds it, for the message.
+site twice: the second one is refused before it fetches anything (`scrape_lock`). Two
+first starts of the app (two browser tabs, or the app and the CLI) would both fill an
+empty store with the sample: the second waits for the first (`bootstrap_lock`).
+
+Both are `flock` on a file beside the database (`file_lock`): the system releases it when
+its process ends, however it ends, so a crash never leaves a stale lock. flock binds the
+lock to one open file, so two threads of one process exclude each other too.
 """
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 from guiderag.errors import StoreBusyError, StoreError
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: no lock, as before
-    fcntl = None  # type: ignore[assignment]
 
-
-def lock_path(db: Path) -> Path:
-    return Path(db).with_name(Path(db).name + ".scrape.lock")
+def lock_path(db: Path, purpose: str = "scrape") -> Path:
+    """<db>.<purpose>.lock, beside the store."""
+    return Path(db).with_name(f"{Path(db).name}.{purpose}.lock")
 
 
 @contextlib.contextmanager
-def scrape_lock(db: Path) -> Iterator[None]:
-    """Hold the store's scrape lock, or raise StoreBusyError at once when another holds it."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    path = lock_path(db)
+def file_lock(path: Path, *, wait: bool, what: str = "the lock file") -> Iterator[TextIO]:
+    """Hold an exclusive flock on `path` (created if need be) and yield the open file.
+
+    wait=False raises BlockingIOError at once when another holds it. A lock file that
+    cannot be created is a StoreError naming `what` and where."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+", encoding="utf-8")
     except OSError as exc:
         raise StoreError(
-            f"cannot create the scrape lock {path} beside the store ({exc.strerror or exc}); "
+            f"cannot create {what} {path} beside the store ({exc.strerror or exc}); "
             "check that the folder exists and is writable. Nothing was changed"
         ) from exc
     with handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            yield handle
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def scrape_lock(db: Path) -> Iterator[None]:
+    """Hold the store's scrape lock, or raise StoreBusyError at once when another holds it.
+    The lock file says who holds it, for the message."""
+    path = lock_path(db, "scrape")
+    with contextlib.ExitStack() as stack:
+        try:
+            handle = stack.enter_context(file_lock(path, wait=False, what="the scrape lock"))
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            holder = path.read_text(encoding="utf-8", errors="replace").strip() or "another process"
             raise StoreBusyError(
                 f"another scrape is writing to {db} ({holder}); nothing was changed. Wait for it "
                 "to finish, then scrape again"
             ) from None
+        handle.seek(0)
+        handle.truncate()
+        started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        handle.write(f"pid {os.getpid()}, started {started}")
+        handle.flush()
         try:
-            handle.seek(0)
-            handle.truncate()
-            started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            handle.write(f"pid {os.getpid()}, started {started}")
-            handle.flush()
             yield
         finally:
             handle.seek(0)
             handle.truncate()
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def bootstrap_lock(db: Path) -> Iterator[None]:
+    """Wait for, then hold, the store's first-run lock."""
+    with file_lock(lock_path(db, "bootstrap"), wait=True, what="the first-run lock"):
+        yield

@@ -5,10 +5,10 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from guiderag.clock import utc_now
 from guiderag.errors import StoreError, StoreMissingError
 
 SCHEMA = """
@@ -52,11 +52,6 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 """
-
-
-def utc_now() -> str:
-    """Current time as an ISO-8601 UTC string with a Z suffix (second precision)."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def content_hash(title: str, lines: Sequence[str]) -> str:

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from guiderag.settings import Settings
-from retrieval.result import Candidate, Passage, RetrievalResult
-from store import FetchedPage, PageVersion, Store
+from guiderag.retrieval.result import Candidate, Passage, RetrievalResult
+from guiderag.store import FetchedPage, PageVersion, Store
 
 THYMOMA = (
     "胸腺腫の治療",
@@ -93,7 +93,7 @@ def stub_settings(stub: Any, tmp_path: Path | None = None, **overrides: Any) -> 
 
 def indexed_settings(tmp_path: Path, pages: dict[str, Sequence[str]] | None = None, **overrides: Any) -> Settings:
     """A store holding `pages` with its retrieval index built; settings pointing at it."""
-    import retrieval
+    from guiderag import retrieval
 
     db = tmp_path / "guide.db"
     make_store(db, pages).close()

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Sequence
 
 from guiderag.settings import Settings
-from store import FetchedPage, Store
+from guiderag.store import FetchedPage, Store
 
 BASE = "http://127.0.0.1/guide/"
 

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Iterator
 from urllib.parse import urlsplit
 
-from scraper.sample import serve_on_loopback
+from guiderag.scraper.sample import serve_on_loopback
 
 
 @dataclass

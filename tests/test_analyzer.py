@@ -7,9 +7,9 @@ import pickle
 import pytest
 
 from guiderag.errors import InputError
-from retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns, tokenize
-from retrieval.keywords import parse_keywords
-from retrieval.synonyms import load_synonyms, parse_synonyms
+from guiderag.retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns, tokenize
+from guiderag.retrieval.keywords import parse_keywords
+from guiderag.retrieval.synonyms import load_synonyms, parse_synonyms
 
 
 def test_one_character_nouns_are_terms():
@@ -145,7 +145,7 @@ def test_threads_share_the_tagger_safely():
 
 def _tokenize_by_walking_nodes(text: str) -> list:
     """Reference: the same tokens read node by node from parseToNode."""
-    from retrieval import analyzer
+    from guiderag.retrieval import analyzer
 
     text = analyzer.normalize(text)
     tokens = []
@@ -179,7 +179,7 @@ def test_tokenize_reads_the_same_tokens_as_walking_the_nodes():
 
 def _apply_token_by_token(table, tokens):
     """Reference: the synonym replacement as a plain left-to-right scan, longest first."""
-    from retrieval.analyzer import SYNONYM, Token
+    from guiderag.retrieval.analyzer import SYNONYM, Token
 
     out, i = [], 0
     while i < len(tokens):
@@ -200,7 +200,7 @@ def test_synonym_replacement_matches_a_token_by_token_scan():
     """Longest member first, adjacent and overlapping members, members inside compounds."""
     import random
 
-    from retrieval.synonyms import SynonymTable
+    from guiderag.retrieval.synonyms import SynonymTable
 
     groups = [["放射線治療", "放射線療法", "放射線をあてる治療"], ["放射線", "放射"], ["薬物療法", "抗がん剤", "抗がん剤治療"],
               ["脱毛", "髪が抜ける", "毛が抜ける"], ["肺がん", "肺癌", "肺のがん"]]

@@ -3,42 +3,29 @@
 Real components throughout: the bundled sample site served on loopback and scraped into
 a real SQLite store, the real retrieval index and chatbot, and a loopback server speaking
 the OpenAI wire format for the model-error flow. The sample store is built once per test
-session (guiderag.bootstrap, the same code the app runs on a first start) and copied for
+session (guiderag.ui.bootstrap, the same code the app runs on a first start) and copied for
 each test, so the tests do not share a database.
 """
 from __future__ import annotations
 
 import html
-import importlib.util
 import re
 import shutil
 import sqlite3
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from guiderag.bootstrap import ensure_corpus, store_status
-from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from guiderag.ui.bootstrap import ensure_corpus, store_status
+from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
+from guiderag.ui import render, session
+from guiderag.ui.text import MODE_LABELS, TEXT
 from openai_stub import OpenAIStub, Reply  # tests/ is on sys.path (conftest.py)
-from store import FetchedPage, Store
+from guiderag.store import FetchedPage, Store
 
-APP = str(REPO_ROOT / "app.py")
-
-
-def _load_app() -> ModuleType:
-    """app.py as a module (not run: main() runs only as __main__), wherever pytest starts."""
-    spec = importlib.util.spec_from_file_location("guiderag_chat_app", APP)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-chat_app = _load_app()
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
 RUN_TIMEOUT_S = 120  # a generous ceiling for slow CI machines, not a speed assertion
 IN_SCOPE = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"
@@ -107,7 +94,7 @@ def blocks(at: AppTest, css_class: str) -> list[str]:
     return found
 
 
-def history(at: AppTest) -> list[chat_app.Turn]:
+def history(at: AppTest) -> list[session.Turn]:
     return list(at.session_state["history"])
 
 
@@ -126,10 +113,10 @@ def test_answered_question_shows_verbatim_quotes_with_link_date_and_version(stor
             for number, text in zip(passage.lines, passage.text.splitlines()):
                 # The quote is the stored line itself, escaped, not a paraphrase.
                 assert page.line(number) == text
-                assert chat_app.escape_text(text) in shown
+                assert render.escape_text(text) in shown
             assert f'href="{html.escape(passage.url, quote=True)}"' in shown
-            assert chat_app.escape_text(page.title) in shown
-            assert chat_app.escape_text(f"版：{passage.version}") in shown
+            assert render.escape_text(page.title) in shown
+            assert render.escape_text(f"版：{passage.version}") in shown
     assert "取得日" in shown and re.search(r"\d{4}年\d{1,2}月\d{1,2}日", shown)
     assert not at.error and not blocks(at, "grag-notcovered")
     # Under each cited page, closed: the whole page as stored, the quoted lines marked.
@@ -141,13 +128,13 @@ def test_answered_question_shows_verbatim_quotes_with_link_date_and_version(stor
             page = store.get_version(url, version)
             assert turn.pages[(url, version)] == tuple(page.lines)
             for line in page.lines:
-                assert not line.strip() or chat_app.escape_text(line) in shown
+                assert not line.strip() or render.escape_text(line) in shown
         cited = {(p.url, p.version, n) for p in answer.passages for n in p.lines}
         marked = re.findall(r'<span class="grag-pline grag-cited">(.*?)</span>', shown)
         assert len(marked) == len(cited)
         passage = answer.passages[0]
         page = store.get_version(passage.url, passage.version)
-        assert chat_app.escape_text(page.line(passage.lines[0])) in marked
+        assert render.escape_text(page.line(passage.lines[0])) in marked
     # The user's question is shown too, in its own chat message.
     assert [m.name for m in at.chat_message] == ["user", "assistant"]
 
@@ -157,9 +144,9 @@ def test_not_covered_question_gets_the_refusal_and_escalation_not_an_error(store
     [turn] = history(at)
     assert turn.answer is not None and not turn.answer.governed
     [shown] = blocks(at, "grag-notcovered")
-    assert chat_app.escape_text(DEFAULT_REFUSAL) in shown
-    assert chat_app.escape_text(DEFAULT_ESCALATION) in shown
-    assert chat_app.escape_text(chat_app.TEXT["not_covered_badge"]) in shown
+    assert render.escape_text(DEFAULT_REFUSAL) in shown
+    assert render.escape_text(DEFAULT_ESCALATION) in shown
+    assert render.escape_text(TEXT["not_covered_badge"]) in shown
     assert "grag-quote" not in shown and "href=" not in shown
     assert not at.error and not blocks(at, "grag-governed")
 
@@ -184,13 +171,13 @@ def test_model_error_shows_a_clear_message_not_a_crash(store_copy: Path, clean_e
         at = start_app()
         # With a model configured the sidebar offers all three modes, generate preselected.
         [mode] = at.sidebar.radio
-        assert mode.options == [chat_app.MODE_LABELS[m] for m in ("extract", "lines", "generate")]
+        assert mode.options == [MODE_LABELS[m] for m in ("extract", "lines", "generate")]
         assert mode.value == "generate"
         at = ask(at, IN_SCOPE)
         assert stub.calls >= 1
     [turn] = history(at)
     assert turn.error_kind == "model"
-    assert [e.value for e in at.error] == [chat_app.TEXT["model_error"]]
+    assert [e.value for e in at.error] == [TEXT["model_error"]]
     assert not blocks(at, "grag-notcovered")  # a failure is not "the guideline does not say"
     [when] = blocks(at, "grag-incident")
     assert "発生時刻" in when and "127.0.0.1" not in when  # no endpoint on the patient's screen
@@ -216,7 +203,7 @@ def test_generate_mode_labels_the_summary_and_sends_no_history_to_the_model(
     turn = history(at)[-1]
     assert turn.answer is not None and turn.answer.governed and turn.answer.summary
     shown = blocks(at, "grag-governed")[-1]
-    label = chat_app.escape_text(chat_app.TEXT["summary_label"])
+    label = render.escape_text(TEXT["summary_label"])
     assert label in shown and "grag-quote" in shown
     assert shown.index(label) < shown.index("grag-quote")  # the summary sits above its sources
 
@@ -224,7 +211,7 @@ def test_generate_mode_labels_the_summary_and_sends_no_history_to_the_model(
 def test_empty_input_is_answered_with_a_hint_and_nothing_is_asked(store_copy: Path) -> None:
     at = ask(start_app(), "   　  ")
     assert history(at) == []
-    assert [i.value for i in at.info] == [chat_app.TEXT["empty_question"]]
+    assert [i.value for i in at.info] == [TEXT["empty_question"]]
     assert not at.error
 
 
@@ -238,11 +225,11 @@ def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     assert status.state == "complete"
     pages = store_status(Settings.load(env={}, db=db)).pages
     assert pages > 0
-    assert status.label == chat_app.TEXT["setup_done"].format(pages=pages)
+    assert status.label == TEXT["setup_done"].format(pages=pages)
     sidebar = "".join(m.value for m in at.sidebar.markdown)
-    assert chat_app.escape_text(chat_app.TEXT["sidebar_sample"]) in sidebar
+    assert render.escape_text(TEXT["sidebar_sample"]) in sidebar
     assert f"<dd>{pages}</dd>" in sidebar
-    assert chat_app.TEXT["sidebar_sample_note"] in [c.value for c in at.sidebar.caption]
+    assert TEXT["sidebar_sample_note"] in [c.value for c in at.sidebar.caption]
     # The next start finds the pages and does not build again; the question is answered.
     at = ask(start_app(), IN_SCOPE)
     assert not at.status
@@ -257,15 +244,15 @@ def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     clean_env.setenv("GUIDERAG_SAMPLE_ON_EMPTY", "0")
     at = start_app()
     assert not at.status
-    assert [i.value for i in at.info] == [chat_app.TEXT["no_guideline"]]
+    assert [i.value for i in at.info] == [TEXT["no_guideline"]]
     assert not db.exists()  # looking did not create an empty database
 
 
 def test_sidebar_offers_only_extract_without_a_model(store_copy: Path) -> None:
     at = start_app()
     assert not at.sidebar.radio
-    assert chat_app.TEXT["sidebar_mode_extract_only"] in [c.value for c in at.sidebar.caption]
-    assert chat_app.TEXT["disclaimer"] in [c.value for c in at.sidebar.caption]
+    assert TEXT["sidebar_mode_extract_only"] in [c.value for c in at.sidebar.caption]
+    assert TEXT["disclaimer"] in [c.value for c in at.sidebar.caption]
 
 
 # --- nothing a user or a page says is rendered as HTML or Markdown ----------------------
@@ -287,18 +274,18 @@ def _assert_inert(shown: str) -> None:
 
 def test_escape_text_leaves_nothing_for_html_or_markdown() -> None:
     for text in INJECTIONS:
-        escaped = chat_app.escape_text(text)
+        escaped = render.escape_text(text)
         _assert_inert(escaped)
         assert html.unescape(escaped) == text  # shown literally, character for character
-    assert chat_app.link("javascript:alert(1)", "x") == "x"
-    assert chat_app.link("data:text/html,hi", "x") == "x"
-    assert 'href="https://example.org/a?b=1&amp;c=2"' in chat_app.link("https://example.org/a?b=1&c=2", "x")
-    assert "\n" not in chat_app.question_html("一行目\n\n**二行目**")
+    assert render.link("javascript:alert(1)", "x") == "x"
+    assert render.link("data:text/html,hi", "x") == "x"
+    assert 'href="https://example.org/a?b=1&amp;c=2"' in render.link("https://example.org/a?b=1&c=2", "x")
+    assert "\n" not in render.question_html("一行目\n\n**二行目**")
 
 
 def injected_store(db: Path) -> None:
     """A one-page guideline whose lines carry markup, indexed."""
-    import retrieval
+    from guiderag import retrieval
 
     lines = (
         "胸腺腫瘍の治療についての説明",
@@ -327,15 +314,15 @@ def test_markup_in_questions_and_pages_is_shown_literally(tmp_path: Path, clean_
         body = re.sub(r'href="[^"]*"', "", shown)  # our own link target is checked below
         _assert_inert(body)
     joined = "".join(answer_html)
-    assert chat_app.escape_text(INJECTIONS[0]) in joined
-    assert chat_app.escape_text("Q1 <b>治療</b> **法**") in joined
+    assert render.escape_text(INJECTIONS[0]) in joined
+    assert render.escape_text("Q1 <b>治療</b> **法**") in joined
     assert 'href="https://guide.example.org/q1.html?a=1&amp;b=&lt;x&gt;"' in joined
-    assert chat_app.escape_text(question) in "".join(user_html)
+    assert render.escape_text(question) in "".join(user_html)
     # A real site: the sidebar names its host, linked to its table of contents; no sample note.
     sidebar = "".join(m.value for m in at.sidebar.markdown)
     assert 'href="https://guide.example.org/index.html"' in sidebar
-    assert chat_app.escape_text("guide.example.org") in sidebar
-    assert chat_app.TEXT["sidebar_sample_note"] not in [c.value for c in at.sidebar.caption]
+    assert render.escape_text("guide.example.org") in sidebar
+    assert TEXT["sidebar_sample_note"] not in [c.value for c in at.sidebar.caption]
 
 
 # --- several browser sessions at once ------------------------------------------------------
@@ -348,19 +335,19 @@ def test_concurrent_sessions_get_the_same_answers_as_one_at_a_time(store_copy: P
     questions = [IN_SCOPE, OUT_OF_SCOPE, "胸腺腫の手術について知りたい", "放射線治療の副作用は？",
                  "抗がん剤治療はどのように行いますか", "再発したときの治療は？"]
 
-    def shown(turn: chat_app.Turn) -> tuple:
+    def shown(turn: session.Turn) -> tuple:
         a = turn.answer
         return (turn.error_kind, a.coverage, a.answer, tuple(a.keywords)) if a else (turn.error_kind,)
 
-    expected = {q: shown(chat_app.ask(q, "extract", settings, status)) for q in questions}
+    expected = {q: shown(session.ask(q, "extract", settings, status)) for q in questions}
     got: list[tuple[str, tuple]] = []
 
-    def session(offset: int) -> None:
+    def browser_session(offset: int) -> None:
         for i in range(len(questions) * 6):
             q = questions[(i + offset) % len(questions)]
-            got.append((q, shown(chat_app.ask(q, "extract", settings, status))))
+            got.append((q, shown(session.ask(q, "extract", settings, status))))
 
-    threads = [threading.Thread(target=session, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=browser_session, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -382,7 +369,7 @@ def test_model_failure_with_fallback_says_so_above_the_extract_answer(
     [turn] = history(at)
     assert turn.error_kind is None and turn.answer.governed and turn.answer.error
     [shown] = blocks(at, "grag-governed")
-    warning = chat_app.escape_text(chat_app.TEXT["model_fallback"])
+    warning = render.escape_text(TEXT["model_fallback"])
     assert warning in shown and shown.index(warning) < shown.index("grag-quote")
     assert not at.error
 
@@ -395,13 +382,13 @@ def test_long_question_is_answered_with_a_note_that_it_was_cut(store_copy: Path)
     assert turn.answer is not None and turn.answer.notes
     shown = "".join(blocks(at, "grag-answer"))
     for note in turn.answer.notes:
-        assert chat_app.escape_text(note) in shown
+        assert render.escape_text(note) in shown
 
 
 def test_bad_configuration_is_reported_not_crashed(store_copy: Path, clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("GUIDERAG_MODE", "poetry")
     at = start_app()
-    assert [e.value for e in at.error] == [chat_app.TEXT["settings_error"]]
+    assert [e.value for e in at.error] == [TEXT["settings_error"]]
     assert any("poetry" in html.unescape(m.value) for m in at.markdown)
     assert not at.chat_input
 
@@ -415,7 +402,7 @@ def test_clear_button_empties_the_conversation(store_copy: Path) -> None:
 
 def test_a_new_scrape_is_answered_from_without_restarting_the_app(store_copy: Path) -> None:
     """The retriever is cached per process, but keyed on the store's last scrape."""
-    import retrieval
+    from guiderag import retrieval
 
     question = "温熱療法とはどのような治療ですか？"
     at = ask(start_app(), question)

@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from openpyxl import load_workbook
 
-import retrieval
-from chatbot import Chatbot
-from chatbot.audit import AuditLog, normalize_question
+from guiderag import retrieval
+from guiderag.chatbot import Chatbot
+from guiderag.chatbot.audit import AuditLog, normalize_question
 from guiderag.errors import ModelError, QuestionError, StoreError, WorkbookError
 from openai_stub import OpenAIStub, Reply
 from chatbot_helpers import indexed_settings

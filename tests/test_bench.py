@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from guiderag.cli import main
-from retrieval.bench import generate_corpus
+from guiderag.retrieval.bench import generate_corpus
 
 CONTRACT_KEYS = {
     "pages", "query_p50_ms", "query_p95_ms", "protocol_query_p50_ms",

@@ -21,10 +21,10 @@ from typing import Iterator
 
 import pytest
 
-from guiderag.bootstrap import ensure_corpus
-from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, REPO_ROOT, Settings
+from guiderag.ui.bootstrap import ensure_corpus
+from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
 from openai_stub import OpenAIStub  # tests/ is on sys.path (conftest.py)
-from store import Store
+from guiderag.store import Store
 
 pytestmark = pytest.mark.browser
 
@@ -125,7 +125,7 @@ def server(prepared_store: Path, model: OpenAIStub, tmp_path_factory: pytest.Tem
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--browser.gatherUsageStats", "false"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parents[1], env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scraper import charset, fetch
+from guiderag.scraper import charset, fetch
 from sitekit import Site, html_page
 
 TEXT = "肺がんの治療には、手術・放射線治療・薬物療法があります。副作用は人によって違います。"
@@ -55,9 +55,10 @@ def test_pages_served_without_charset_over_http(encoding: str, fast_settings) ->
 
 
 def test_sample_site_shift_jis_and_euc_jp_pages(fast_settings) -> None:
-    sample = pytest.importorskip("scraper.sample")
-    from guiderag.settings import SAMPLE_SITE_DIR
-    from scraper.textlines import extract
+    from guiderag.scraper import sample
+    from guiderag.resources import sample_site_dir
+    SAMPLE_SITE_DIR = sample_site_dir()
+    from guiderag.scraper.textlines import extract
 
     seen = set()
     with sample.serve_sample_site() as toc_url, fetch.Fetcher(fast_settings, toc_url) as fetcher:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval import metrics
-from eval.compare import compare_rows, paired_bootstrap
-from eval.workbook import write_results
+from guiderag.eval import metrics
+from guiderag.eval.compare import compare_rows, paired_bootstrap
+from guiderag.eval.workbook import write_results
 from guiderag.cli import main
 
 

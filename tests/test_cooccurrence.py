@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import retrieval
-from retrieval.index import line_spans, span_range
+from guiderag import retrieval
+from guiderag.retrieval.index import line_spans, span_range
 from retrieval_corpus import BASE, settings_for, write_pages
 
 # Both terms of the question (点滴, 時間) on one line, under its heading.

@@ -8,7 +8,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from eval.workbook import read_results
+from guiderag.eval.workbook import read_results
 from guiderag.cli import main
 
 
@@ -65,10 +65,10 @@ def sample_db(tmp_path_factory) -> Path:
 
 def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path, capsys):
     """A real SIGINT during the third question: the first two are in a valid workbook."""
-    import retrieval
+    from guiderag import retrieval
 
-    from eval.runner import run_questions
-    from eval.workbook import Question
+    from guiderag.eval.runner import run_questions
+    from guiderag.eval.workbook import Question
     from guiderag.settings import Settings
 
     settings = Settings.load(db=sample_db, progress=False)

@@ -7,10 +7,10 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from chatbot.answer import Answer, ShownPassage
-from eval import metrics
-from eval.runner import failed_row, score
-from eval.workbook import (
+from guiderag.chatbot.answer import Answer, ShownPassage
+from guiderag.eval import metrics
+from guiderag.eval.runner import failed_row, score
+from guiderag.eval.workbook import (
     REVIEW_CHOICES,
     Question,
     read_questions,

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings as hsettings, strategies as st
 
-from chatbot.extract import extract, score_lines
-from chatbot.shown import Pick, context_line, render, title_line
+from guiderag.chatbot.extract import extract, score_lines
+from guiderag.chatbot.shown import Pick, context_line, render, title_line
 from chatbot_helpers import make_store, passage
-from retrieval.analyzer import analyze
+from guiderag.retrieval.analyzer import analyze
 
 
 def _pages(store):

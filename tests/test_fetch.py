@@ -1,7 +1,7 @@
 """The fetcher against real loopback servers: retries, robots.txt, redirects, limits, 304."""
 from __future__ import annotations
 
-from scraper import fetch
+from guiderag.scraper import fetch
 from sitekit import Site, html_page
 
 PAGE = html_page("Q1", "<main><h1>Q1</h1><p>本文です。</p></main>")
@@ -115,7 +115,7 @@ def test_redirect_off_the_site_is_refused(fast_settings) -> None:
 
 
 def test_https_upgrade_and_www_are_the_same_site() -> None:
-    from scraper import urls
+    from guiderag.scraper import urls
 
     assert urls.is_same_site("http://example.org/guide/", "https://www.example.org/guide/q1.html")
     assert not urls.is_same_site("http://127.0.0.1:8000/", "http://127.0.0.1:8001/")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatbot.generate import (
+from guiderag.chatbot.generate import (
     GENERATE_SYSTEM_PROMPT,
     INSUFFICIENT_SENTENCE,
     is_insufficient,
@@ -12,7 +12,7 @@ from chatbot.generate import (
     unsupported_sentences,
     user_message,
 )
-from retrieval.analyzer import analyze
+from guiderag.retrieval.analyzer import analyze
 
 
 def test_system_prompt_says_what_the_protocol_says():
@@ -83,7 +83,7 @@ def test_inflected_and_full_width_words_still_count_as_supported():
 
 
 def test_opening_with_the_insufficiency_sentence():
-    from chatbot.generate import opens_with_insufficiency
+    from guiderag.chatbot.generate import opens_with_insufficiency
 
     assert opens_with_insufficiency("「文章中に十分な情報がありません」。行: 3")
     assert not opens_with_insufficiency("行: 3, 5（その他の行には記載がありません）")

@@ -13,8 +13,8 @@ import pytest
 import requests
 from bs4 import BeautifulSoup
 
-from eval import jsquad
-from scraper.sample import serve_directory
+from guiderag.eval import jsquad
+from guiderag.scraper.sample import serve_directory
 from guiderag.cli import main
 
 ARTICLES = {
@@ -202,7 +202,7 @@ def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_pa
 
 
 def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_path: Path, capsys, monkeypatch):
-    from eval.workbook import read_results
+    from guiderag.eval.workbook import read_results
 
     for key in MODEL_ENV:
         monkeypatch.delenv(key, raising=False)

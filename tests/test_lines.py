@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from chatbot.lines import number_reference, parse_line_numbers, picks_for
-from chatbot.shown import render
+from guiderag.chatbot.lines import number_reference, parse_line_numbers, picks_for
+from guiderag.chatbot.shown import render
 from chatbot_helpers import make_store, passage
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from chatbot import Chatbot
-from chatbot.llm import LLMClient
+from guiderag.chatbot import Chatbot
+from guiderag.chatbot.llm import LLMClient
 from guiderag.settings import Settings
 from chatbot_helpers import indexed_settings
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatbot.llm import LLMClient
+from guiderag.chatbot.llm import LLMClient
 from guiderag.errors import InputError, ModelError, ModelNotConfiguredError
 from guiderag.settings import Settings
 from openai_stub import OpenAIStub, Reply

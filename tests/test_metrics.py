@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from eval import metrics
+from guiderag.eval import metrics
 
 
 def test_normalize_nfkc_lowercase_letters_and_digits_only():

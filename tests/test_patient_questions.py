@@ -25,8 +25,8 @@ OUT_OF_SCOPE_REFUSED_FLOOR = 0.90
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     """(question, answer) for every row of the workbook, on a freshly scraped sample."""
-    from chatbot import Chatbot
-    from eval.workbook import read_questions
+    from guiderag.chatbot import Chatbot
+    from guiderag.eval.workbook import read_questions
 
     mp = pytest.MonkeyPatch()
     request.addfinalizer(mp.undo)

@@ -5,7 +5,7 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import cosine_similarity
 
-import retrieval
+from guiderag import retrieval
 from retrieval_corpus import BASE, settings_for, write_pages
 
 FIXTURE = {

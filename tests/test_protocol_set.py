@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.protocol_set import PROTOCOL_PATH, protocol_questions
-from eval.workbook import read_questions, read_results
+from guiderag.eval.protocol_set import PROTOCOL_PATH, protocol_questions
+from guiderag.eval.workbook import read_questions, read_results
 from guiderag.cli import main
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from chatbot_helpers import indexed_settings
-from retrieval.analyzer import Analyzer
-from retrieval.framing import FRAMING_WORDS, drop_framing
-from retrieval.analyzer import tokenize
-from retrieval.synonyms import SynonymTable
+from guiderag.retrieval.analyzer import Analyzer
+from guiderag.retrieval.framing import FRAMING_WORDS, drop_framing
+from guiderag.retrieval.analyzer import tokenize
+from guiderag.retrieval.synonyms import SynonymTable
 
 HAIR = SynonymTable.from_groups([["脱毛", "髪が抜ける"], ["入浴", "お風呂"]])
 
@@ -88,7 +88,7 @@ PAGES = {
 
 @pytest.fixture(scope="module")
 def retriever(tmp_path_factory: pytest.TempPathFactory):
-    import retrieval
+    from guiderag import retrieval
 
     settings = indexed_settings(Path(tmp_path_factory.mktemp("framing")), PAGES)
     return retrieval.load_retriever(settings)
@@ -126,7 +126,7 @@ def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Pa
     """「高額療養費って」: MeCab reads 費って as a verb and leaves the unseen compound 高額療養;
     the corpus term it begins (高額療養費制度) stands in for it. A compound that begins no
     corpus term keeps its unknown-compound weight."""
-    import retrieval
+    from guiderag import retrieval
 
     pages = {
         "http://guide.test/cost.html": (
@@ -150,7 +150,7 @@ def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Pa
 
 
 def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
-    from chatbot import Chatbot
+    from guiderag.chatbot import Chatbot
 
     settings = indexed_settings(tmp_path, PAGES)
     with Chatbot(settings) as bot:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-import retrieval
+from guiderag import retrieval
 from guiderag.errors import EmptyCorpusError, InputError, StoreError
 from retrieval_corpus import BASE, HOSPITAL, write_pages, settings_for
 

@@ -17,8 +17,11 @@ import requests
 from bs4 import BeautifulSoup
 
 from guiderag.errors import InputError
-from guiderag.settings import DATA_DIR, SAMPLE_SITE_DIR, SAMPLE_TOC_PATH
-from scraper.sample import declared_content_paths, sample_content_urls, serve_sample_site
+from guiderag.resources import SAMPLE_TOC_PATH, data_path, sample_site_dir
+
+DATA_DIR = data_path()
+SAMPLE_SITE_DIR = sample_site_dir()
+from guiderag.scraper.sample import declared_content_paths, sample_content_urls, serve_sample_site
 
 DISCLAIMER = "このサイトはデモ用に作成した架空の内容です。医療上の助言ではありません。"
 SJIS_PAGE = "guide/ch2/q06.html"

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from guiderag.errors import ScrapeError
-from scraper import fetch, scrape, urls
-from scraper.run import scrape_site
+from guiderag.scraper import fetch, scrape, urls
+from guiderag.scraper.run import scrape_site
 from sitekit import Site, html_page, toc_html
-from store.pages import Store
+from guiderag.store.pages import Store
 
 
 def _page(title: str, text: str) -> str:
@@ -33,7 +33,7 @@ def _runs(settings) -> list[dict]:
 
 
 def test_sample_site_stores_exactly_its_content_pages_then_nothing_new(fast_settings) -> None:
-    sample = pytest.importorskip("scraper.sample")
+    from guiderag.scraper import sample
     with sample.serve_sample_site() as toc_url:
         declared = {urls.page_key(u) for u in sample.sample_content_urls(toc_url)}
         first = scrape(fast_settings, toc_url)
@@ -49,11 +49,13 @@ def test_sample_site_stores_exactly_its_content_pages_then_nothing_new(fast_sett
 
 
 def test_sample_tooltip_definitions_are_not_in_stored_lines(fast_settings) -> None:
-    sample = pytest.importorskip("scraper.sample")
+    from guiderag.scraper import sample
     from bs4 import BeautifulSoup
 
-    from guiderag.settings import SAMPLE_SITE_DIR
-    from scraper.charset import decode_html
+    from guiderag.resources import sample_site_dir
+
+    SAMPLE_SITE_DIR = sample_site_dir()
+    from guiderag.scraper.charset import decode_html
 
     definitions = set()
     for path in sample.declared_content_paths():
@@ -276,7 +278,7 @@ def test_a_second_scrape_of_the_same_store_is_refused_while_one_runs(fast_settin
     import sys
 
     from guiderag.cli import main
-    from store.lock import lock_path
+    from guiderag.store.lock import lock_path
 
     site = _site(2)
     with site.serve() as base:
@@ -285,7 +287,7 @@ def test_a_second_scrape_of_the_same_store_is_refused_while_one_runs(fast_settin
         before, hits = _corpus(fast_settings), dict(site.hits)
         holder = subprocess.Popen(
             [sys.executable, "-c",
-             "import sys; from store.lock import scrape_lock\n"
+             "import sys; from guiderag.store.lock import scrape_lock\n"
              "with scrape_lock(sys.argv[1]):\n    print('held', flush=True); sys.stdin.readline()",
              str(fast_settings.db)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

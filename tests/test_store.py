@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from guiderag.errors import StoreError
-from store import FetchedPage, Store, content_hash
+from guiderag.store import FetchedPage, Store, content_hash
 
 
 def page(url: str, *lines: str, title: str = "T", etag: str | None = None) -> FetchedPage:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from scraper.textlines import CELL_SEPARATOR, collapse, extract, split_sentences
+from guiderag.scraper.textlines import CELL_SEPARATOR, collapse, extract, split_sentences
 from sitekit import html_page
 
 NOISY = html_page("Q3 治療法 | デモ病院", """
@@ -211,11 +211,13 @@ def test_empty_page_has_no_lines() -> None:
 
 
 def test_sample_pages_have_no_tooltip_or_navigation_text() -> None:
-    sample = pytest.importorskip("scraper.sample")
+    from guiderag.scraper import sample
     from bs4 import BeautifulSoup
 
-    from guiderag.settings import SAMPLE_SITE_DIR
-    from scraper.charset import decode_html
+    from guiderag.resources import sample_site_dir
+
+    SAMPLE_SITE_DIR = sample_site_dir()
+    from guiderag.scraper.charset import decode_html
 
     checked = 0
     for path in sample.declared_content_paths():

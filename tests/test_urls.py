@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from scraper import urls
-from scraper.harvest import LinkRecord, apply_robots, classify_links
+from guiderag.scraper import urls
+from guiderag.scraper.harvest import LinkRecord, apply_robots, classify_links
 from sitekit import Site, html_page, toc_html
 
 TOC = "http://127.0.0.1:8123/guide/index.html"
@@ -132,9 +132,9 @@ def test_robots_verdict_only_touches_content_links() -> None:
 
 
 def test_sample_site_classification_precision_and_recall_are_one(fast_settings) -> None:
-    sample = pytest.importorskip("scraper.sample")
-    from scraper import fetch
-    from scraper.harvest import apply_robots as robots_pass
+    from guiderag.scraper import sample
+    from guiderag.scraper import fetch
+    from guiderag.scraper.harvest import apply_robots as robots_pass
 
     with sample.serve_sample_site() as toc_url:
         declared = sample.sample_content_urls(toc_url)
@@ -156,7 +156,7 @@ def test_sample_site_classification_precision_and_recall_are_one(fast_settings) 
 
 
 def test_site_served_toc_links_resolve_over_http(fast_settings) -> None:
-    from scraper import fetch
+    from guiderag.scraper import fetch
 
     site = Site()
     site.page("/guide/index.html", toc_html([("q1.html", "Q1")]))

@@ -7,9 +7,9 @@ import pytest
 from openpyxl import Workbook, load_workbook
 
 from guiderag.errors import WorkbookError
-from scraper import urls, workbook
-from scraper.harvest import classify_links
-from scraper.run import scrape_site
+from guiderag.scraper import urls, workbook
+from guiderag.scraper.harvest import classify_links
+from guiderag.scraper.run import scrape_site
 from sitekit import Site, html_page, toc_html
 
 TOC = "http://127.0.0.1:8123/guide/index.html"

@@ -12,24 +12,17 @@ browser tabs opening the app at once, or the app and the CLI).
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import io
-import threading
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
-from store import Store
-
-from .errors import ScrapeError
-from .settings import Settings
+from guiderag.errors import ScrapeError
+from guiderag.settings import Settings
+from guiderag.store import Store
+from guiderag.store.lock import bootstrap_lock
 
 # progress(fraction between 0 and 1, message in Japanese for the user)
 ProgressCallback = Callable[[float, str], None]
-
-_THREAD_LOCK = threading.Lock()
-
 
 @dataclass(frozen=True)
 class StoreStatus:
@@ -85,19 +78,6 @@ def needs_bootstrap(settings: Settings) -> bool:
     return settings.sample_on_empty and _never_had_pages(settings)
 
 
-@contextlib.contextmanager
-def _bootstrap_lock(db: Path) -> Iterator[None]:
-    """Serialise bootstraps of one store across threads and processes."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = db.with_name(db.name + ".bootstrap.lock")
-    with _THREAD_LOCK, open(lock_path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) -> BootstrapResult:
     """Scrape the bundled sample into an empty store and build its index; else do nothing.
 
@@ -107,15 +87,15 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
     report = progress or (lambda fraction, message: None)
     if not needs_bootstrap(settings):
         return BootstrapResult(built=False, pages=store_status(settings).pages)
-    with _bootstrap_lock(settings.db):
+    with bootstrap_lock(settings.db):
         # Another thread or process may have finished the build while we waited.
         if not needs_bootstrap(settings):
             return BootstrapResult(built=False, pages=store_status(settings).pages)
         # Imported here: the scraper and retrieval stages are heavy (MeCab, scikit-learn)
         # and the check above is all most starts need.
-        import retrieval
-        from scraper import scrape_site
-        from scraper.sample import serve_sample_site
+        from guiderag import retrieval
+        from guiderag.scraper import scrape_site
+        from guiderag.scraper.sample import serve_sample_site
 
         # Our own loopback server: no politeness delay needed, no progress bar on stderr.
         local = settings.replace(delay_s=0.0, progress=False)

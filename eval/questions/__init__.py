@@ -1,0 +1,1 @@
+"""Bundled question workbooks (protocol.xlsx, sample_patient.xlsx) and their generators."""

@@ -1,0 +1,70 @@
+"""Where guiderag finds its bundled data and keeps its store, wherever it is installed.
+
+Bundled data (the sample guideline site, the synonym table, the question sets) is package
+data of `guiderag.data` and `guiderag.eval.questions`, read through `importlib.resources`,
+so a wheel installed anywhere finds the same files a source checkout does. The default
+store is a per-user file (XDG base directories), not a path relative to the code or to
+the current folder, so `guiderag ask` from any folder uses the store `guiderag scrape`
+filled.
+"""
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from .errors import InputError
+
+# Inside guiderag.data: the bundled sample guideline and its table of contents.
+SAMPLE_SITE = "sample_site"
+SAMPLE_TOC_PATH = "guide/index.html"
+SYNONYMS_FILE = "synonyms.tsv"
+STORE_NAME = "guiderag.db"
+
+
+def _package_dir(package: str) -> Path:
+    root = resources.files(package)
+    if not isinstance(root, Path):  # pragma: no cover - a zip import, which pip never makes
+        raise InputError(f"the package {package} is not installed as files on disk ({root!r}); "
+                         "install guiderag with pip, not as a zip")
+    return root
+
+
+def data_path(*parts: str) -> Path:
+    """A path inside the bundled data (guiderag.data), whether or not it exists."""
+    return _package_dir("guiderag.data").joinpath(*parts)
+
+
+def sample_site_dir() -> Path:
+    """The folder of the bundled sample guideline site."""
+    return data_path(SAMPLE_SITE)
+
+
+def question_set(name: str) -> Path:
+    """A bundled question workbook (protocol.xlsx, sample_patient.xlsx)."""
+    return _package_dir("guiderag.eval.questions") / name
+
+
+def user_data_dir() -> Path:
+    """$XDG_DATA_HOME/guiderag, else ~/.local/share/guiderag: where the default store lives."""
+    base = os.environ.get("XDG_DATA_HOME") or ""
+    return (Path(base) if base else Path.home() / ".local" / "share") / "guiderag"
+
+
+def default_db() -> Path:
+    """The default store: <user data dir>/guiderag.db (see README, "Where the data lives")."""
+    return user_data_dir() / STORE_NAME
+
+
+def source_checkout() -> Path | None:
+    """The repository root when guiderag runs from a source checkout, else None."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "retrieval").is_dir() else None
+
+
+def shared_bench_dir() -> Path:
+    """The development benchmarks: ../shared/bench beside the checkout (or beside the
+    current folder when guiderag is installed from a wheel)."""
+    checkout = source_checkout()
+    base = checkout.parent if checkout is not None else Path.cwd().parent
+    return base / "shared" / "bench"

@@ -1,0 +1,155 @@
+"""The chat page for patients and families, in Streamlit: `streamlit run app.py` (or `guiderag chat`).
+
+Each question is answered on its own (no chat history reaches the model); the answer shows
+the guideline's own words as quoted passages with their page, fetch date and version. On a
+first start with an empty store, the bundled sample guideline is scraped from a loopback
+server and indexed (guiderag.ui.bootstrap). GUIDERAG_DB points the app at another store.
+Only this module talks to Streamlit; what it shows is built by guiderag.ui.render.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from guiderag.errors import GuideragError, InputError
+from guiderag.settings import EXTRACT, MODEL_MODES, Settings
+
+# Absolute imports: `guiderag chat` hands this very file to `streamlit run`, which runs it
+# as __main__, outside its package.
+from guiderag.ui.bootstrap import StoreStatus, ensure_corpus, needs_bootstrap, store_status
+from guiderag.ui.render import (
+    answer_html,
+    available_modes,
+    error_details,
+    is_sample_site,
+    question_html,
+    sidebar_html,
+)
+from guiderag.ui.session import ASK_LOCK, Turn, ask, retriever_loaded
+from guiderag.ui.text import CSS, MODE_LABELS, TEXT
+
+
+def render_turn(turn: Turn, settings: Settings) -> None:
+    with st.chat_message("user"):
+        st.markdown(question_html(turn.question), unsafe_allow_html=True)
+    with st.chat_message("assistant"):
+        render_reply(turn, settings)
+
+
+def render_reply(turn: Turn, settings: Settings) -> None:
+    if turn.error_kind == "model":
+        st.error(TEXT["model_error"])
+    elif turn.error_kind == "question":
+        st.warning(TEXT["bad_question"])
+    elif turn.error_kind == "app":
+        st.error(TEXT["app_error"])
+    if turn.error_detail:
+        st.markdown(turn.error_detail, unsafe_allow_html=True)
+    if turn.answer is not None:
+        st.markdown(answer_html(turn.answer, settings, turn.pages), unsafe_allow_html=True)
+
+
+# --- page sections -------------------------------------------------------------------------
+def prepare_corpus(settings: Settings) -> None:
+    """First run: build the sample guideline with a progress indicator; stop on failure."""
+    if not needs_bootstrap(settings):
+        return
+    with st.status(TEXT["setup_running"], expanded=True) as status_box:
+        bar = st.progress(0.0, text=TEXT["setup_running"])
+
+        def report(fraction: float, message: str) -> None:
+            bar.progress(min(max(fraction, 0.0), 1.0), text=message)
+
+        try:
+            with ASK_LOCK:  # building analyzes text with the process's one tagger
+                result = ensure_corpus(settings, report)
+        except GuideragError as exc:
+            status_box.update(label=TEXT["setup_failed"], state="error", expanded=True)
+            st.error(TEXT["setup_failed"])
+            st.markdown(error_details(exc), unsafe_allow_html=True)
+            st.stop()
+        status_box.update(
+            label=TEXT["setup_done"].format(pages=result.pages), state="complete", expanded=False
+        )
+
+
+def sidebar(settings: Settings, status: StoreStatus) -> str:
+    """Draw the sidebar; return the chosen answer mode."""
+    with st.sidebar:
+        st.subheader(TEXT["sidebar_guideline"])
+        st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
+        if is_sample_site(status.toc_url, settings):
+            st.caption(TEXT["sidebar_sample_note"])
+        st.subheader(TEXT["sidebar_mode"])
+        modes = available_modes(settings)
+        if len(modes) == 1:
+            mode = EXTRACT
+            st.caption(TEXT["sidebar_mode_extract_only"])
+        else:
+            default = settings.mode if settings.mode in modes else EXTRACT
+            mode = st.radio(
+                TEXT["sidebar_mode"],
+                modes,
+                index=modes.index(default),
+                format_func=MODE_LABELS.__getitem__,
+                key="mode",
+                label_visibility="collapsed",
+            )
+        if st.button(TEXT["sidebar_clear"], key="clear"):
+            st.session_state["history"] = []
+        st.divider()
+        st.caption(TEXT["disclaimer"])
+    return mode
+
+
+def main() -> None:
+    st.set_page_config(page_title=TEXT["page_title"], page_icon="📘", layout="centered")
+    st.markdown(CSS, unsafe_allow_html=True)
+    try:
+        settings = Settings.load()
+    except InputError as exc:
+        st.error(TEXT["settings_error"])
+        st.markdown(error_details(exc), unsafe_allow_html=True)
+        st.stop()
+
+    st.title(TEXT["title"])
+    st.caption(TEXT["intro"])
+    try:
+        prepare_corpus(settings)
+        status = store_status(settings)
+    except GuideragError as exc:
+        st.error(TEXT["app_error"])
+        st.markdown(error_details(exc), unsafe_allow_html=True)
+        st.stop()
+    mode = sidebar(settings, status)
+    if status.empty:
+        st.info(TEXT["no_guideline"])
+        st.stop()
+
+    history: list[Turn] = st.session_state.setdefault("history", [])
+    for turn in history:
+        render_turn(turn, settings)
+
+    # No max_chars: the chatbot answers the first part of a long question and says so.
+    question = st.chat_input(TEXT["placeholder"])
+    if question is None:
+        return
+    if not question.strip():
+        with st.chat_message("assistant"):
+            st.info(TEXT["empty_question"])
+        return
+    with st.chat_message("user"):
+        st.markdown(question_html(question), unsafe_allow_html=True)
+    with st.chat_message("assistant"):
+        # Model time or an index to load takes seconds: show that we are working. An
+        # extract answer takes milliseconds, and a spinner would only delay it (~270 ms).
+        if mode in MODEL_MODES or not retriever_loaded(settings, status):
+            with st.spinner(TEXT["thinking"]):
+                turn = ask(question, mode, settings, status)
+        else:
+            turn = ask(question, mode, settings, status)
+        render_reply(turn, settings)
+    history.append(turn)
+
+
+if __name__ == "__main__":
+    main()
