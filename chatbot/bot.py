@@ -182,7 +182,7 @@ class Chatbot:
     ) -> Answer:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self._analyze(), self._idf(),
+            self._analyze(), self._idf(), heading_max_chars=self.settings.heading_max_chars,
         )
         if not text:
             return self._refusal(question, EXTRACT, result, rjson, error=error)
@@ -200,7 +200,11 @@ class Chatbot:
         )
         # A reply opening with the insufficiency sentence declines, whatever numbers follow.
         numbers = [] if gen.opens_with_insufficiency(reply) else parse_line_numbers(reply, len(reference))
-        text, shown = render(picks_for(reference, numbers), self.settings.answer_chars) if numbers else ("", [])
+        text, shown = (
+            render(picks_for(reference, numbers), self.settings.answer_chars,
+                   heading_max_chars=self.settings.heading_max_chars)
+            if numbers else ("", [])
+        )
         if not text:
             return self._refusal(question, LINES, result, rjson, model=model)
         return Answer(

@@ -21,7 +21,9 @@ from typing import Callable, Mapping, Sequence
 from guiderag.retrieval.result import Passage
 
 from .answer import ShownPassage
-from .shown import Pick, is_heading, render, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, title_line
+
+from .shown import Pick, render
 
 Analyze = Callable[[str], Sequence[str]]
 # Weight of the passage's retrieval score against the line's own overlap score.
@@ -158,6 +160,8 @@ def extract(
     budget: int,
     analyze: Analyze,
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
+    *,
+    heading_max_chars: int = HEADING_MAX_CHARS,
 ) -> tuple[str, list[ShownPassage]]:
     """The verbatim answer (lines joined by newlines) and where each line came from.
 
@@ -169,7 +173,8 @@ def extract(
     by_key = {sl.pick.key: sl for sl in scored}
 
     def heading(pick: Pick) -> bool:
-        return title_line(pick.page) == pick.line or is_heading(pick.page.line(pick.line))
+        page = pick.page
+        return title_line(page.title, page.lines) == pick.line or is_heading(page.line(pick.line), heading_max_chars)
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the
     # best lines of the first passage that has any come first; then every line sharing a
@@ -199,4 +204,4 @@ def extract(
         for n in (best.line + 1, best.line - 1):
             if 1 <= n <= len(page.lines):
                 fillers.append(Pick(page, n, best.score))
-    return render(ordered + fillers + headings, budget)
+    return render(ordered + fillers + headings, budget, heading_max_chars=heading_max_chars)

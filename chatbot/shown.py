@@ -9,23 +9,16 @@ consecutive lines of a page.
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from guiderag.store import PageVersion
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
 
 from .answer import ShownPassage
 
-# A line this short that does not end a sentence reads as a heading.
-HEADING_MAX_CHARS = 40
-SENTENCE_END = ("。", "．", ".", "」", "）")
 # How far up a page to look for the heading or the introducing sentence of a picked line.
 CONTEXT_LOOKBACK = 8
-# Title line: looked for among the first lines of a page.
-TITLE_LOOKAHEAD = 5
-LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
 
 
 @dataclass(frozen=True)
@@ -41,37 +34,11 @@ class Pick:
         return (self.page.url, self.page.version, self.line)
 
 
-def _norm(text: str) -> str:
-    return "".join(unicodedata.normalize("NFKC", text).split())
-
-
-def title_line(page: PageVersion) -> int | None:
-    """The number of the line that repeats the page title (its h1), if the page has one."""
-    title = _norm(page.title)
-    if not title:
-        return None
-    for number in range(1, min(TITLE_LOOKAHEAD, len(page.lines)) + 1):
-        line = _norm(page.line(number))
-        if line and (line == title or line in title or (title in line and len(line) <= len(title) + 20)):
-            return number
-    return None
-
-
-def is_heading(text: str) -> bool:
-    """Short and not a sentence: reads as a heading."""
-    t = text.strip()
-    return 0 < len(t) <= HEADING_MAX_CHARS and not t.endswith(SENTENCE_END) and not LIST_ITEM.match(t)
-
-
-def is_list_item(text: str) -> bool:
-    return bool(LIST_ITEM.match(text))
-
-
-def context_line(page: PageVersion, number: int) -> int | None:
+def context_line(page: PageVersion, number: int, heading_max_chars: int = HEADING_MAX_CHARS) -> int | None:
     """The line a reader needs above line `number`: the sentence introducing a list item,
     else the nearest heading above it (None when the line is itself a heading)."""
     text = page.line(number)
-    if is_heading(text):
+    if is_heading(text, heading_max_chars):
         return None
     stop = max(1, number - CONTEXT_LOOKBACK)
     if is_list_item(text):
@@ -81,7 +48,7 @@ def context_line(page: PageVersion, number: int) -> int | None:
                 return n
         return None
     for n in range(number - 1, stop - 1, -1):
-        if is_heading(page.line(n)):
+        if is_heading(page.line(n), heading_max_chars):
             return n
     return None
 
@@ -91,6 +58,7 @@ def render(
     budget: int,
     *,
     with_context: bool = True,
+    heading_max_chars: int = HEADING_MAX_CHARS,
 ) -> tuple[str, list[ShownPassage]]:
     """Lay out picked lines (highest priority first) within `budget` characters.
 
@@ -111,10 +79,10 @@ def render(
         page = pick.page
         extras: list[int] = []
         if with_context:
-            t = title_line(page)
-            if t is not None:
+            t = title_line(page.title, page.lines)
+            if t:
                 extras.append(t)
-            c = context_line(page, pick.line)
+            c = context_line(page, pick.line, heading_max_chars)
             if c is not None and c != t:
                 extras.append(c)
         options = [extras, extras[:1], []] if extras else [[]]

@@ -37,7 +37,6 @@ import secrets
 import shutil
 import sys
 import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -49,20 +48,18 @@ from guiderag.errors import EmptyCorpusError, IndexCorruptError, IndexWriteError
 from guiderag.progress import Progress
 from guiderag.settings import Settings
 from guiderag.store import PageVersion, Store
+from guiderag.store.structure import is_heading, title_line
 
 from .analyzer import Analyzer, char_bigrams
 from .synonyms import load_synonyms, synonyms_path
 
 INDEX_FORMAT = "guiderag-index/4"  # 3: line spans; 4: the line repeating the title is no body line
 MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
-_SENTENCE_END = tuple("。．.!?！？」』）)")
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
 _PARALLEL_MIN_CHARS = 100_000
 # Pages per worker task, at most: a task's result is one message (few numpy arrays).
 _CHUNK_PAGES = 64
-# The line repeating the page title is looked for among this many first lines.
-_TITLE_LOOKAHEAD = 5
 _TEXT = operator.itemgetter(0)  # Term.text
 
 
@@ -100,23 +97,6 @@ def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:
 
 
 # --- passages ------------------------------------------------------------------------
-
-
-def is_heading(line: str, max_chars: int) -> bool:
-    """A short line that does not end like a sentence: a heading (Q21 ..., 治療について)."""
-    text = line.strip()
-    return 0 < len(text) <= max_chars and not text.endswith(_SENTENCE_END)
-
-
-def title_line_number(title: str, lines: Sequence[str]) -> int:
-    """The line (from 1) among the first few that repeats the page title, else 0."""
-    want = "".join(unicodedata.normalize("NFKC", title).split())
-    if not want:
-        return 0
-    for number, line in enumerate(lines[:_TITLE_LOOKAHEAD], start=1):
-        if "".join(unicodedata.normalize("NFKC", line).split()) == want:
-            return number
-    return 0
 
 
 def segment(
@@ -321,7 +301,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             t_ends.append(len(terms))
             b_ends.append(len(grams))
         page_rows.append([(base, base + len(lines) + 1)])
-        skip = title_line_number(title, lines)
+        skip = title_line(title, lines)
         if skip and is_heading(lines[skip - 1], w.heading_max_chars):
             skip = 0  # a short title heads its section, as any heading does
         spans = line_spans(lines, w.heading_max_chars, skip)

@@ -27,6 +27,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from guiderag.settings import PROTOCOL, Settings
 from guiderag.store import PageVersion
+from guiderag.store.structure import title_line
 
 from .analyzer import Analyzer, protocol_nouns
 from .keywords import clean_keywords
@@ -36,11 +37,16 @@ from .retriever import Retriever
 _WS = re.compile(r"\s+")
 
 
+def starts_with_title(page: PageVersion) -> bool:
+    """True when the page's first line is its title (store.structure's title line)."""
+    return title_line(page.title, page.lines) == 1
+
+
 def page_text(page: PageVersion) -> str:
     """The page's text as the protocol saw it: its title (when not already its first
     line) and its lines."""
     lines = list(page.lines)
-    if page.title and (not lines or lines[0].strip() != page.title.strip()):
+    if page.title and not starts_with_title(page):
         lines.insert(0, page.title)
     return "\n".join(lines)
 
@@ -150,7 +156,7 @@ class ProtocolRetriever(Retriever):
         for i in order:
             page = self.pages[i]
             pieces: list[tuple[int, str]] = []
-            if page.title and (not page.lines or page.lines[0].strip() != page.title.strip()):
+            if page.title and not starts_with_title(page):
                 pieces.append((0, page.title))  # the title is in the literal text, not a line
             pieces.extend((n, line) for n, line in enumerate(page.lines, start=1))
             picked: list[int] = []

@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs (Debian packages for the browser test, the
-# project with its test extras) and runs the whole suite. Extra arguments go to pytest.
+# project with its test extras in .venv) and runs the whole suite. Extra arguments go to
+# pytest (e.g. -m "not browser and not slow" for the quick subset, see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/venv.sh
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need_apt+=(fonts-noto-cjk)
 if [ ${#need_apt[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    echo "installing Debian packages: ${need_apt[*]}" >&2
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    apt_install "${need_apt[@]}" || { echo "error: cannot install ${need_apt[*]} (need root or sudo)" >&2; exit 1; }
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest "$@"
+ensure_venv test
+exec .venv/bin/python -m pytest "$@"

@@ -4,7 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings as hsettings, strategies as st
 
 from guiderag.chatbot.extract import extract, score_lines
-from guiderag.chatbot.shown import Pick, context_line, render, title_line
+from guiderag.chatbot.shown import Pick, context_line, render
+from guiderag.store.structure import title_line
 from chatbot_helpers import make_store, passage
 from guiderag.retrieval.analyzer import analyze
 
@@ -61,7 +62,7 @@ def test_list_item_brings_the_sentence_that_introduces_it(tmp_path):
         page = _pages(store)["q1.html"]
         assert context_line(page, 8) == 7  # "・手術" <- "治療法は次のものがあります。"
         assert context_line(page, 4) == 3  # a sentence <- the heading above it
-        assert title_line(page) == 1
+        assert title_line(page.title, page.lines) == 1
         text, _ = render([Pick(page, 9)], 500)
         assert text.split("\n") == ["胸腺腫の治療", "治療法は次のものがあります。", "・放射線治療"]
 

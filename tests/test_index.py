@@ -228,7 +228,8 @@ def test_the_line_repeating_the_title_is_no_passage_of_its_own():
     """A Q&A page's title line ends like a sentence (Q29 ...ですか？), so it is a body
     line; every passage is headed by the title already, so it is skipped, not made into a
     passage of the title alone. A short title line stays its section's heading."""
-    from guiderag.retrieval.index import line_spans, segment, title_line_number
+    from guiderag.retrieval.index import line_spans, segment
+    from guiderag.store.structure import title_line as title_line_number
 
     lines = ("第8章 胸腺腫瘍", "Q29 胸腺腫瘍の診断方法にはどのようなものがありますか？", "画像検査",
              "胸部CT検査で腫瘍の大きさを調べます。", "MRI検査を行うこともあります。")

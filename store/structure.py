@@ -1,0 +1,58 @@
+"""The structure of a stored page, read back from its lines: one rule each, for every stage.
+
+Pages are stored as lines of text without markup (the unit of citation). Retrieval cuts
+passages under headings and leaves the repeated title out of them; the answer shows a
+quoted line with its page's title line and the heading or sentence above it; the
+protocol pipeline adds the title unless the page starts with it. They all read the
+structure with these rules:
+
+- a sentence end: the line ends with 。．.!?！？ or a closing bracket 」』）);
+- a list item: the line starts with a bullet (・ • ● - ...) or an enumerator (1. ① a) ...);
+- a heading: a non-empty line of at most `max_chars` characters (settings.heading_max_chars)
+  that is neither a sentence nor a list item (Q21 胸腺腫の治療, 治療について);
+- the title line: among the first TITLE_LOOKAHEAD lines, the one that repeats the page
+  title (NFKC, whitespace ignored).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Sequence
+
+from guiderag.settings import Settings
+
+SENTENCE_END = tuple("。．.!?！？」』）)")
+LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
+TITLE_LOOKAHEAD = 5
+HEADING_MAX_CHARS: int = Settings.heading_max_chars
+
+
+def ends_sentence(line: str) -> bool:
+    """True when the line ends like a sentence (。, ？, a closing bracket...)."""
+    return line.strip().endswith(SENTENCE_END)
+
+
+def is_list_item(line: str) -> bool:
+    """True when the line starts with a bullet or an enumerator."""
+    return bool(LIST_ITEM.match(line))
+
+
+def is_heading(line: str, max_chars: int = HEADING_MAX_CHARS) -> bool:
+    """Short, not a sentence, not a list item: reads as a heading."""
+    text = line.strip()
+    return 0 < len(text) <= max_chars and not text.endswith(SENTENCE_END) and not LIST_ITEM.match(text)
+
+
+def _squash(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def title_line(title: str, lines: Sequence[str]) -> int:
+    """The line (counted from 1) among the first few that repeats the page title, else 0."""
+    want = _squash(title)
+    if not want:
+        return 0
+    for number, line in enumerate(lines[:TITLE_LOOKAHEAD], start=1):
+        if _squash(line) == want:
+            return number
+    return 0
