@@ -53,7 +53,7 @@ from guiderag.store.structure import is_heading, title_line
 from .analyzer import Analyzer, char_bigrams
 from .synonyms import load_synonyms, synonyms_path
 
-INDEX_FORMAT = "guiderag-index/4"  # 3: line spans; 4: the line repeating the title is no body line
+INDEX_FORMAT = "guiderag-index/5"  # 3: line spans; 4: the title line is no body line; 5: list items are no headings
 MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
