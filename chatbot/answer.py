@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from guiderag.retrieval.result import RetrievalResult
 
 GOVERNED = "governed"
 NOT_GOVERNED = "not_governed"
@@ -53,6 +56,8 @@ class Answer:
     error: str | None = None  # a model failure that led to a fallback or refusal
     latency_ms: float | None = None
     notes: list[str] = field(default_factory=list)  # for the user, e.g. "your long question was cut"
+    # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
+    retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def governed(self) -> bool:

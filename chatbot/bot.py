@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import GuideragError, InputError, ModelError, StoreError
 from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
@@ -32,6 +32,9 @@ from .llm import LLMClient
 from .question import clean_question
 from .shown import Pick, layout, render
 
+if TYPE_CHECKING:
+    from guiderag.retrieval import Retriever
+
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
 # Analyses of reference lines kept per Chatbot (the same lines recur across questions).
@@ -44,7 +47,7 @@ class Chatbot:
     def __init__(
         self,
         settings: Settings,
-        retriever: Any | None = None,
+        retriever: Retriever | None = None,
         llm: LLMClient | None = None,
         *,
         store: Store | None = None,
@@ -71,24 +74,22 @@ class Chatbot:
         self.close()
 
     @property
-    def retriever(self) -> Any:
+    def retriever(self) -> Retriever:
+        """The retriever given, else the configured one, loaded on first use."""
         if self._retriever is None:
-            from guiderag import retrieval
+            from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-            self._retriever = retrieval.load_retriever(self.settings)
+            self._retriever = load_retriever(self.settings)
         return self._retriever
 
     def _analyze(self) -> Callable[[str], list[str]]:
+        """The retriever's analyzer, cached (the same reference lines recur)."""
         if self._analyzer is None:
-            fn = getattr(self.retriever, "analyze", None)
-            if not callable(fn):
-                from guiderag.retrieval.analyzer import analyze as fn
-            self._analyzer = functools.lru_cache(maxsize=ANALYSIS_CACHE)(fn)
+            self._analyzer = functools.lru_cache(maxsize=ANALYSIS_CACHE)(self.retriever.analyze)
         return self._analyzer
 
-    def _idf(self) -> Callable[[str], float] | None:
-        idf = getattr(self.retriever, "idf", None)
-        return idf if callable(idf) else None
+    def _idf(self) -> Callable[[str], float]:
+        return self.retriever.idf
 
     # -- asking -------------------------------------------------------------------
     def ask(self, question: str, mode: str | None = None) -> Answer:
@@ -117,6 +118,7 @@ class Chatbot:
             self._record_error(text, exc, mode, state, started)
             raise
         answer.notes = list(cleaned.notes) + answer.notes
+        answer.retrieval_result = state["result"]
         answer.latency_ms = (time.perf_counter() - started) * 1000.0
         answer.audit_id = self.audit.record(
             answer, requested_mode=mode, keywords_model=state["keywords_model"]
@@ -148,11 +150,9 @@ class Chatbot:
         pipeline, which stays as published."""
         if self.settings.min_line_coverage <= 0 or result.pipeline == PROTOCOL:
             return None
-        # The retriever's own query weights (verbs and unseen compounds count less than
-        # nouns) when it has them; else plain idf.
-        weights = getattr(self.retriever, "query_weights", None)
-        idf = weights(question, result.keywords) if callable(weights) else self._idf()
-        return line_coverage(question, result.passages, self._analyze(), idf, result.keywords)
+        # The retriever's own query weights (verbs and unseen compounds count less than nouns).
+        weights = self.retriever.query_weights(question, result.keywords)
+        return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
 
     def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
         data = result.to_json()

@@ -2,8 +2,8 @@
 
 Each question gets a new `Chatbot` (sharing only the read-only retriever, the model
 client and the store connection), so no conversation state can leak from one question to
-the next. The retriever is wrapped to record the retrieval result of each question: the
-candidates and the whole reference, which the answer object alone does not carry.
+the next. Each answer carries the retrieval result it came from (`Answer.retrieval_result`):
+the candidates and the whole reference, which the answer's JSON alone does not hold.
 
 Big sets (settings.eval_parallel_min questions or more) are spread over one worker
 process per core (spawned, each loading its own retriever), in batches; results are put
@@ -38,21 +38,6 @@ CHECKPOINT_MIN_S = 30.0
 CHECKPOINT_COST_FACTOR = 10.0
 BATCH_QUESTIONS = 25  # questions per task sent to a worker process
 MAX_AUTO_WORKERS = 4
-
-
-class RecordingRetriever:
-    """Delegates to a retriever and keeps the last `search` result."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.last: Any = None
-
-    def search(self, *args: Any, **kwargs: Any) -> Any:
-        self.last = self._inner.search(*args, **kwargs)
-        return self.last
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @dataclass
@@ -187,7 +172,7 @@ class _Asker:
 
         self.settings = settings
         self.mode = mode
-        self.recorder = RecordingRetriever(retriever or retrieval_pkg.load_retriever(settings))
+        self.retriever = retriever or retrieval_pkg.load_retriever(settings)
         self.llm = llm or LLMClient(settings)
         self.page_lines = _PageLines(settings.db)
 
@@ -195,21 +180,18 @@ class _Asker:
         from guiderag.chatbot import Chatbot
 
         # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
-        bot = Chatbot(self.settings, retriever=self.recorder, llm=self.llm, store=self.page_lines.store)
-        self.recorder.last = None
+        bot = Chatbot(self.settings, retriever=self.retriever, llm=self.llm, store=self.page_lines.store)
         t0 = time.perf_counter()
         try:
             ans = bot.ask(q.question, self.mode)
             latency = (time.perf_counter() - t0) * 1000.0
-            return score(q, ans, self.recorder.last, latency, self.page_lines.lines)
+            return score(q, ans, ans.retrieval_result, latency, self.page_lines.lines)
         except ModelNotConfiguredError:
             raise
         except GuideragError as exc:
             return failed_row(q, exc, (time.perf_counter() - t0) * 1000.0)
         finally:
-            close = getattr(bot, "close", None)
-            if callable(close):
-                close()
+            bot.close()
 
     def close(self) -> None:
         self.page_lines.close()
@@ -273,7 +255,7 @@ def run_questions(
         asker = None
     else:
         asker = _Asker(settings, mode, retriever, llm)
-        retriever = asker.recorder
+        retriever = asker.retriever
     done: dict[int, dict] = {}
     meta_base = [
         ("mode", mode),

@@ -242,14 +242,6 @@ class OursRetriever(Retriever):
         out[ok] = window[ok] * (1.0 - ws + ws * ratio)
         return out
 
-    def best_page(self, question: str, keywords: Sequence[str] = ()) -> str | None:
-        """URL of the page of the best passage, whatever its score (for evaluation)."""
-        scores, _, terms, _ = self.scores(question, list(keywords))
-        if not terms or not len(scores) or scores.max() <= 0:
-            return None
-        return self.pages[int(self.data.passage_page[int(scores.argmax())])].url
-
-    # -- search ---------------------------------------------------------------------
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
         question = question or ""
         keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)

@@ -23,7 +23,6 @@ from collections import Counter
 from typing import Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from guiderag.settings import PROTOCOL, Settings
 from guiderag.store import PageVersion
@@ -57,6 +56,8 @@ def collapse(text: str) -> str:
 
 def protocol_scores(docs: Sequence[str], keyword_text: str) -> np.ndarray:
     """Cosine of each document to the keyword text, TF-IDF refitted on docs + keywords."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # the protocol's only need of it
+
     vectorizer = TfidfVectorizer()
     try:
         matrix = vectorizer.fit_transform(list(docs) + [keyword_text])
@@ -100,12 +101,6 @@ class ProtocolRetriever(Retriever):
         nouns = list(dict.fromkeys(protocol_nouns(question).split()))
         ranked = sorted(range(len(nouns)), key=lambda i: (-self.idf(nouns[i]), i))
         return [nouns[i] for i in ranked[:k]]
-
-    def best_page(self, question: str, keywords: Sequence[str] = ()) -> str | None:
-        """URL of the best-scoring page, whatever its score (for evaluation)."""
-        keywords = list(keywords) or self.offline_keywords(question)
-        scores = protocol_scores(self.docs, " ".join(keywords))
-        return self.pages[int(scores.argmax())].url if len(scores) and scores.max() > 0 else None
 
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
         question = question or ""

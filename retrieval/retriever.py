@@ -1,8 +1,8 @@
-"""The one interface both pipelines implement, and the reference budget shared by them."""
+"""The one interface both pipelines implement: what the answer stage may ask of retrieval."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Any, Sequence
 
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
@@ -36,7 +36,13 @@ class Retriever(ABC):
     def analyze(self, text: str) -> list[str]:
         """The analyzer terms of `text` as this retriever sees them (synonyms applied)."""
 
-    def empty_result(self, question: str, keywords: Sequence[str], note: str, **extra) -> RetrievalResult:
+    def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
+        """Each query term's weight in the question's mass, as the evidence gate weighs it
+        (chatbot.extract.line_coverage): by default its idf."""
+        terms = [t for text in (question, *keywords) for t in self.analyze(text)]
+        return {t: self.idf(t) for t in dict.fromkeys(terms)}
+
+    def empty_result(self, question: str, keywords: Sequence[str], note: str, **extra: Any) -> RetrievalResult:
         """A not-covered result: no candidate, no passage, and why."""
         return RetrievalResult(
             question=question,
