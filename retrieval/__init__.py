@@ -13,7 +13,8 @@ Public surface (ARCHITECTURE.md):
 from __future__ import annotations
 
 from .analyzer import Analyzer, analyze
-from .index import IndexInfo, build_index
+from .build import build_index
+from .index import IndexInfo
 from .keywords import KEYWORD_PROMPT, keyword_prompt, parse_keywords
 from .loader import load_retriever
 from .result import Candidate, Passage, RetrievalResult

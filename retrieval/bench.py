@@ -30,7 +30,9 @@ from guiderag.settings import PROTOCOL, Settings
 from guiderag.store import PageVersion
 
 from .analyzer import protocol_nouns, tagger
-from .index import build_data, load_data, make_analyzer, save_data
+from .build import build_data
+from .index import make_analyzer
+from .persist import load_data, save_data
 from .pipeline_ours import OursRetriever
 from .pipeline_protocol import ProtocolRetriever, page_text
 

@@ -11,7 +11,7 @@ from guiderag.settings import Settings
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
     """(Re)build the retrieval index from the stored corpus and swap it in."""
-    from .index import build_index
+    from .build import build_index
 
     info = build_index(settings)
     print(info.describe(), file=sys.stderr)

@@ -6,7 +6,10 @@ import sys
 from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.settings import PROTOCOL, Settings
 
-from .index import build_data, check_matches, index_fingerprint, load_data, make_analyzer, read_corpus, save_data
+from .build import build_data
+from .corpus import read_corpus
+from .index import index_fingerprint, make_analyzer
+from .persist import check_matches, load_data, save_data
 from .pipeline_ours import OursRetriever
 from .pipeline_protocol import ProtocolRetriever
 from .retriever import Retriever

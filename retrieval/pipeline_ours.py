@@ -22,7 +22,7 @@ common words match: that is the refusal signal. The score is
 
 where c is first made proximity-aware. With p(x) the same share counting presence only
 (w = 1 for a term found), a window's best line span (the title, the heading and one line,
-retrieval.index.line_spans) gives the share of the window's matched terms that also meet
+retrieval.passages.line_spans) gives the share of the window's matched terms that also meet
 on one line, r = min(1, max over spans p(span) / p(window)), and
 
     c = c_window * (1 - span_weight + span_weight * r),
@@ -50,7 +50,8 @@ from guiderag.settings import OURS, Settings
 from guiderag.store import PageVersion
 
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
-from .index import IndexData, unseen_idf
+from .bm25 import unseen_idf
+from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever

@@ -12,7 +12,6 @@ import html
 import re
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guiderag import retrieval
-from guiderag.retrieval.index import line_spans, span_range
+from guiderag.retrieval.passages import line_spans, span_range
 from retrieval_corpus import BASE, settings_for, write_pages
 
 # Both terms of the question (点滴, 時間) on one line, under its heading.

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from guiderag import retrieval
 from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.cli import main
-from guiderag.retrieval.index import load_data, save_data
+from guiderag.retrieval.persist import load_data, save_data
 from retrieval_corpus import BASE, LUNG, PAGES, settings_for, write_pages
 
 
@@ -182,7 +182,7 @@ def _by_term(data):
 def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
     """Worker processes, chunks of pages and vocabulary merging change nothing: the same
     matrices, value for value, as one process analysing page by page."""
-    from guiderag.retrieval import index
+    from guiderag.retrieval import build as index
     from guiderag.retrieval.bench import generate_corpus
     from guiderag.settings import Settings
 
@@ -206,7 +206,7 @@ def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
 
 def test_chunk_rows_count_like_numpy_unique_per_row():
     """The one-np.unique-per-page row counting against the obvious reference."""
-    from guiderag.retrieval.index import _count_rows
+    from guiderag.retrieval.build import _count_rows
 
     rng = np.random.default_rng(7)
     texts = [rng.integers(0, 40, size=rng.integers(0, 12)) for _ in range(9)]
@@ -228,7 +228,7 @@ def test_the_line_repeating_the_title_is_no_passage_of_its_own():
     """A Q&A page's title line ends like a sentence (Q29 ...ですか？), so it is a body
     line; every passage is headed by the title already, so it is skipped, not made into a
     passage of the title alone. A short title line stays its section's heading."""
-    from guiderag.retrieval.index import line_spans, segment
+    from guiderag.retrieval.passages import line_spans, segment
     from guiderag.store.structure import title_line as title_line_number
 
     lines = ("第8章 胸腺腫瘍", "Q29 胸腺腫瘍の診断方法にはどのようなものがありますか？", "画像検査",

@@ -1,8 +1,6 @@
 """Text as lines: blocks in reading order, no boilerplate, hidden or tooltip text; stable."""
 from __future__ import annotations
 
-import pytest
-
 from guiderag.scraper.textlines import CELL_SEPARATOR, collapse, extract, split_sentences
 from sitekit import html_page
 

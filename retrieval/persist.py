@@ -1,0 +1,219 @@
+"""The index on disk: versions written whole and swapped in atomically, checked when loaded.
+
+A build writes a `tmp-*` directory, renames it to `v-*` and only then replaces CURRENT
+(os.replace is atomic), so a reader sees the old index or the new one, never a half-built
+one. Nothing is unpickled: a user who can write the index folder cannot make us run code.
+Every file's checksum is in the manifest; a missing, damaged, stale or foreign index is
+an IndexCorruptError, which the loader answers by rebuilding.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from guiderag.errors import IndexCorruptError, IndexWriteError
+from guiderag.store import PageVersion
+
+from .index import INDEX_FORMAT, MATRICES, IndexData
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def save_data(data: IndexData, index_dir: Path) -> Path:
+    """Write `data` as a new version and make it current atomically. Returns its folder."""
+    index_dir = Path(index_dir)
+    name = f"v-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{secrets.token_hex(3)}"
+    tmp = index_dir / ("tmp-" + name)
+    try:
+        index_dir.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        files: dict[str, str] = {}
+        for key in MATRICES:
+            path = tmp / f"{key}.npz"
+            sp.save_npz(path, getattr(data, key).tocsc(), compressed=False)
+        np.savez(
+            tmp / "arrays.npz",
+            term_idf=data.term_idf,
+            bigram_idf=data.bigram_idf,
+            passage_page=data.passage_page,
+            passage_heading=data.passage_heading,
+            passage_first=data.passage_first,
+            passage_last=data.passage_last,
+            passage_span_first=data.passage_span_first,
+            passage_span_end=data.passage_span_end,
+        )
+        vocab = {
+            "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
+            "bigrams": sorted(data.bigram_vocab, key=data.bigram_vocab.__getitem__),
+        }
+        (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        for path in sorted(tmp.iterdir()):
+            files[path.name] = _sha256(path)
+        manifest = {
+            "format": INDEX_FORMAT,
+            "corpus_version": data.corpus_version,
+            "fingerprint": data.fingerprint,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pages": [list(k) for k in data.page_keys],
+            "passages": data.n_passages,
+            "chars": data.chars,
+            "files": files,
+        }
+        with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = index_dir / name
+        os.rename(tmp, final)
+        pointer = index_dir / f"CURRENT.{name}.tmp"
+        with open(pointer, "w", encoding="utf-8") as fh:
+            fh.write(name + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(pointer, index_dir / "CURRENT")
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise IndexWriteError(
+            f"cannot write the retrieval index under {index_dir} ({exc}); free disk space or "
+            "fix permissions, then run `guiderag index`. The previous index is unchanged."
+        ) from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _prune(index_dir, keep=name)
+    return final
+
+
+def _prune(index_dir: Path, keep: str) -> None:
+    """Drop old versions (keeping the newest previous one, a reader may still load it)
+    and temporary folders of builds that died more than an hour ago."""
+    versions = sorted(
+        (p for p in index_dir.glob("v-*") if p.is_dir() and p.name != keep),
+        key=lambda p: p.stat().st_mtime,
+    )
+    for old in versions[:-1]:
+        shutil.rmtree(old, ignore_errors=True)
+    for tmp in index_dir.glob("tmp-*"):
+        try:
+            if time.time() - tmp.stat().st_mtime > 3600:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _corrupt(index_dir: Path, what: str) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"the retrieval index in {index_dir} {what}; run `guiderag index` to rebuild it "
+        "(the ask command and the app rebuild it automatically)"
+    )
+
+
+def load_data(index_dir: Path, *, verify: bool = True) -> IndexData:
+    """Load the current version; IndexCorruptError when missing, partial or damaged."""
+    index_dir = Path(index_dir)
+    pointer = index_dir / "CURRENT"
+    try:
+        name = pointer.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise _corrupt(index_dir, "does not exist yet (no CURRENT file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _corrupt(index_dir, f"has an unreadable CURRENT file ({exc})") from exc
+    if not name.startswith("v-") or "/" in name or "\\" in name:
+        raise _corrupt(index_dir, f"has a CURRENT file naming {name!r}, not an index version")
+    folder = index_dir / name
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        if manifest.get("format") != INDEX_FORMAT:
+            raise _corrupt(index_dir, f"has format {manifest.get('format')!r}, expected {INDEX_FORMAT}")
+        files = manifest["files"]
+        for fname in [f"{m}.npz" for m in MATRICES] + ["arrays.npz", "vocab.json"]:
+            path = folder / fname
+            if fname not in files:
+                raise _corrupt(index_dir, f"lists no checksum for {fname}")
+            if not path.exists():
+                raise _corrupt(index_dir, f"is missing {path.name} in {folder.name}")
+            if verify and _sha256(path) != files[fname]:
+                raise _corrupt(index_dir, f"has a damaged file {path.name} (checksum mismatch)")
+        vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
+            arr = {k: arrays[k] for k in arrays.files}
+        mats = {m: sp.load_npz(folder / f"{m}.npz").tocsc() for m in MATRICES}
+    except IndexCorruptError:
+        raise
+    except FileNotFoundError as exc:
+        raise _corrupt(index_dir, f"is incomplete ({exc.filename} missing)") from exc
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise _corrupt(index_dir, f"cannot be read ({type(exc).__name__}: {exc})") from exc
+    data = IndexData(
+        corpus_version=manifest["corpus_version"],
+        fingerprint=manifest["fingerprint"],
+        page_keys=[(u, int(v), h) for u, v, h in manifest["pages"]],
+        term_vocab={t: i for i, t in enumerate(vocab["terms"])},
+        bigram_vocab={t: i for i, t in enumerate(vocab["bigrams"])},
+        term_idf=arr["term_idf"],
+        bigram_idf=arr["bigram_idf"],
+        passage_page=arr["passage_page"],
+        passage_heading=arr["passage_heading"],
+        passage_first=arr["passage_first"],
+        passage_last=arr["passage_last"],
+        passage_span_first=arr["passage_span_first"],
+        passage_span_end=arr["passage_span_end"],
+        path=folder,
+        chars=int(manifest.get("chars", 0)),
+        **mats,
+    )
+    _check_shapes(data, index_dir)
+    return data
+
+
+def _check_shapes(data: IndexData, index_dir: Path) -> None:
+    np_, nq = data.n_pages, data.n_passages
+    nt, nb = len(data.term_vocab), len(data.bigram_vocab)
+    expected = {
+        "passages_terms": (nq, nt),
+        "passages_bigrams": (nq, nb),
+        "spans_terms": (data.spans_terms.shape[0], nt),
+        "spans_bigrams": (data.spans_terms.shape[0], nb),
+        "pages_terms": (np_, nt),
+        "pages_bigrams": (np_, nb),
+    }
+    for key, shape in expected.items():
+        if getattr(data, key).shape != shape:
+            raise _corrupt(index_dir, f"has {key} of shape {getattr(data, key).shape}, expected {shape}")
+    if data.term_idf.shape != (nt,) or data.bigram_idf.shape != (nb,):
+        raise _corrupt(index_dir, "has idf vectors that do not match its vocabulary")
+    if not all(len(a) == nq for a in (data.passage_heading, data.passage_first, data.passage_last)):
+        raise _corrupt(index_dir, "has a passage map of inconsistent length")
+    if nq and (data.passage_page.min() < 0 or data.passage_page.max() >= np_):
+        raise _corrupt(index_dir, "has a passage map pointing outside its pages")
+    ns = data.spans_terms.shape[0]
+    first, end = data.passage_span_first, data.passage_span_end
+    if len(first) != nq or len(end) != nq or (nq and (first.min() < 0 or end.max() > ns or (end < first).any())):
+        raise _corrupt(index_dir, "has a passage-to-span map that does not match its spans")
+
+
+def check_matches(data: IndexData, pages: Sequence[PageVersion], corpus_version: str,
+                  fingerprint: str, index_dir: Path) -> None:
+    """IndexCorruptError when the index was built from another corpus or configuration."""
+    if data.corpus_version != corpus_version:
+        raise _corrupt(index_dir, f"was built from corpus {data.corpus_version}, the store now holds {corpus_version}")
+    if data.fingerprint != fingerprint:
+        raise _corrupt(index_dir, "was built with other analyzer or passage settings")
+    keys = [(p.url, p.version, p.content_hash) for p in pages]
+    if keys != data.page_keys:
+        raise _corrupt(index_dir, "lists other pages than the store")
