@@ -26,9 +26,29 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable
 
 import MeCab
+
+from .framing import drop_framing
+from .tokens import (
+    ADVERBIAL,
+    AFFIXED,
+    ASCII,
+    COMPOUND,
+    NOUN,
+    NOUN_KINDS,
+    OTHER,
+    PREFIX,
+    PROPER,
+    STOP_NOUNS,
+    STOP_VERBS,
+    SUFFIX,
+    SYNONYM,
+    VERB,
+    Term,
+    Token,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .synonyms import SynonymTable
@@ -36,19 +56,6 @@ if TYPE_CHECKING:  # pragma: no cover
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
 ANALYZER_VERSION = "7"
-
-# Token kinds.
-NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
-COMPOUND = "C"  # a term joined from several words (胸腺腫瘍, 遺伝子変異)
-AFFIXED = "Naf"  # one noun with its prefixes or suffixes (副作用, 治療中, 年齢的)
-ADVERBIAL = "Nadv"  # an adverb-like noun (あと, 毎日, 今): a term of its own, never glued
-_NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND, AFFIXED})
-
-# Question words and empty nouns: they break compounds and are never terms (何年 must not
-# become an unseen compound that makes every question look out of scope).
-STOP_NOUNS = frozenset({"何", "幾つ", "幾ら", "幾", "何れ", "事", "物", "為", "様", "所", "方", "的", "時"})
-# Verbs that carry no content (する, ある, いる, なる, できる...): their lemmas.
-STOP_VERBS = frozenset({"為る", "有る", "居る", "成る", "出来る", "言う", "思う", "れる", "られる", "せる", "させる", "ない", "無い", "良い", "いい", "宜しい"})
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -106,27 +113,6 @@ def _line_tagger() -> MeCab.Tagger:
 def normalize(text: str) -> str:
     """NFKC: full-width alphanumerics and symbols to ASCII, half-width katakana to full."""
     return unicodedata.normalize("NFKC", text)
-
-
-class Token(NamedTuple):
-    """One MeCab token reduced to what term building needs."""
-
-    surface: str
-    form: str  # the normalised form terms are made of
-    kind: str
-    space_before: bool = False
-
-
-class Term(NamedTuple):
-    """An index term, the surface it came from and its kind (N, P, C compound, A, V, S)."""
-
-    text: str
-    surface: str
-    kind: str
-
-    @property
-    def is_noun(self) -> bool:
-        return self.kind in _NOUN_KINDS
 
 
 def _lemma(feature: list[str], surface: str) -> str:
@@ -355,7 +341,7 @@ def analyze_tokens(
 
 
 def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool, canonical: bool = False) -> None:
-    if len(run) == 1 and run[0].kind in _NOUN_KINDS:  # the common case: one word
+    if len(run) == 1 and run[0].kind in NOUN_KINDS:  # the common case: one word
         tok = run[0]
         terms.append(Term(tok.form, tok.surface, tok.kind))
         spans.append(tok.form if canonical and tok.kind == SYNONYM else tok.surface)
@@ -408,8 +394,6 @@ class Analyzer:
         """The analysis of a question: as `analysis`, without the question-framing words
         (retrieval.framing: 心配, 教えて, いつ頃, うちの父...), which say nothing about the
         topic. Never used for pages: the index keeps every word."""
-        from .framing import drop_framing
-
         tokens = tokenize(text)
         if self.synonyms is not None:
             tokens = self.synonyms.apply(tokens)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .analyzer import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
+from .tokens import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
 
 # Feelings about the question (not symptoms: つらい, 痛い, だるい stay topic words).
 FEELINGS = frozenset({"心配", "不安", "気掛かり", "気", "怖い", "恐い", "困る", "悩む", "大丈夫"})

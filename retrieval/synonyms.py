@@ -19,7 +19,8 @@ from guiderag.errors import InputError
 from guiderag.resources import SYNONYMS_FILE, data_path
 from guiderag.settings import Settings
 
-from .analyzer import SYNONYM, Token, normalize, tokenize
+from .analyzer import normalize, tokenize
+from .tokens import SYNONYM, Token
 
 _FORM = operator.attrgetter("form")
 

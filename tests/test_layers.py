@@ -1,0 +1,194 @@
+"""The stages depend downwards only, and no module imports itself round a cycle.
+
+base (settings, errors...) < store < scraper < retrieval < chatbot < eval / ui / CLI.
+The import graph is read from the source with `ast` (imports inside functions count: a
+lazy import is still a dependency; imports under `if TYPE_CHECKING:` count for layers,
+not for cycles), with module names from the package-dir mapping in pyproject.toml, so
+the check follows the layout a reader sees.
+"""
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Lowest first. A module's layer is that of the longest prefix listed here.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("guiderag", "guiderag.settings", "guiderag.errors", "guiderag.files", "guiderag.progress",
+              "guiderag.clock", "guiderag.resources", "guiderag.data")),
+    ("store", ("guiderag.store",)),
+    ("scraper", ("guiderag.scraper",)),
+    ("retrieval", ("guiderag.retrieval",)),
+    ("chatbot", ("guiderag.chatbot",)),
+    ("top", ("guiderag.eval", "guiderag.ui", "guiderag.api", "guiderag.cli", "guiderag.commands",
+             "guiderag.__main__")),
+]
+# Top-layer peers that must not lean on each other (the CLI may use them all).
+PEERS = ("guiderag.eval", "guiderag.ui", "guiderag.api")
+
+
+def package_modules() -> dict[str, Path]:
+    """Module name -> source file, from pyproject's package-dir mapping."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    mapping = config["tool"]["setuptools"]["package-dir"]
+    modules: dict[str, Path] = {}
+    for package, folder in mapping.items():
+        for path in (REPO / folder).glob("*.py"):
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            modules[name] = path
+    return modules
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> list[tuple[str, bool]]:
+    """(imported guiderag module, only for type checking) for every import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_package = path.stem == "__init__"
+    out: list[tuple[str, bool]] = []
+
+    def resolve(target: str) -> str | None:
+        # the longest known module the name starts with (a name imported from a package)
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    def visit(node: ast.AST, typing_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.body:
+                    visit_one(sub, True)
+                for sub in child.orelse:
+                    visit_one(sub, typing_only)
+                continue
+            visit_one(child, typing_only)
+
+    def visit_one(node: ast.AST, typing_only: bool) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("guiderag"):
+                    if (m := resolve(alias.name)) is not None:
+                        out.append((m, typing_only))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name if is_package else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            if module.startswith("guiderag"):
+                for alias in node.names:
+                    if (m := resolve(f"{module}.{alias.name}")) is not None:
+                        out.append((m, typing_only))
+        visit(node, typing_only)
+
+    visit(tree, False)
+    return [(m, t) for m, t in out if m != name]
+
+
+def layer_of(module: str) -> int:
+    best, rank = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank >= 0, f"{module} is in no layer: add it to LAYERS"
+    return rank
+
+
+def peer_of(module: str) -> str | None:
+    return next((p for p in PEERS if module == p or module.startswith(p + ".")), None)
+
+
+def back_edges(graph: dict[str, list[tuple[str, bool]]]) -> list[str]:
+    """Every import of a higher layer, or of another top-layer peer."""
+    bad = []
+    for module, targets in sorted(graph.items()):
+        for target, _ in targets:
+            if layer_of(target) > layer_of(module):
+                bad.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+                           f"({LAYERS[layer_of(target)][0]})")
+            elif peer_of(module) and peer_of(target) and peer_of(module) != peer_of(target):
+                bad.append(f"{module} imports its peer {target}")
+    return bad
+
+
+def cycles(graph: dict[str, list[tuple[str, bool]]]) -> list[list[str]]:
+    """Import cycles among the modules (type-checking imports left out)."""
+    edges = {m: sorted({t for t, typing_only in ts if not typing_only and t in graph}) for m, ts in graph.items()}
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in edges[m]:
+            if state.get(t) == 1:
+                found.append(stack[stack.index(t):] + [t])
+            elif t not in state:
+                walk(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            walk(m)
+    return found
+
+
+def import_graph() -> dict[str, list[tuple[str, bool]]]:
+    modules = package_modules()
+    known = set(modules)
+    return {name: imports_of(name, path, known) for name, path in modules.items()}
+
+
+def test_every_module_is_in_a_layer_and_the_graph_is_not_empty() -> None:
+    graph = import_graph()
+    assert {"guiderag.store.pages", "guiderag.retrieval.analyzer", "guiderag.ui.page"} <= set(graph)
+    assert sum(len(v) for v in graph.values()) > 100  # the parser does see the imports
+    for module in graph:
+        layer_of(module)
+
+
+def test_stages_depend_downwards_only() -> None:
+    assert back_edges(import_graph()) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_checks_catch_a_back_edge_a_peer_edge_and_a_cycle() -> None:
+    graph = {
+        "guiderag.store.pages": [("guiderag.retrieval.index", False)],
+        "guiderag.retrieval.index": [("guiderag.store.pages", False)],
+        "guiderag.ui.page": [("guiderag.eval.runner", False)],
+        "guiderag.eval.runner": [],
+    }
+    assert len(back_edges(graph)) == 2
+    assert cycles(graph) == [["guiderag.retrieval.index", "guiderag.store.pages", "guiderag.retrieval.index"]]
+
+
+def test_relative_and_lazy_imports_are_seen(tmp_path: Path) -> None:
+    src = tmp_path / "bot.py"
+    src.write_text(
+        "from typing import TYPE_CHECKING\nfrom . import answer\nfrom .lines import x\n"
+        "if TYPE_CHECKING:\n    from guiderag.retrieval import Retriever\n"
+        "def f():\n    from guiderag.ui import page\n",
+        encoding="utf-8",
+    )
+    known = {"guiderag.chatbot.answer", "guiderag.chatbot.lines", "guiderag.retrieval", "guiderag.ui.page",
+             "guiderag.chatbot.bot"}
+    assert sorted(imports_of("guiderag.chatbot.bot", src, known)) == [
+        ("guiderag.chatbot.answer", False), ("guiderag.chatbot.lines", False),
+        ("guiderag.retrieval", True), ("guiderag.ui.page", False),
+    ]
