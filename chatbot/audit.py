@@ -178,6 +178,8 @@ class AuditLog:
         try:
             with self._lock, self.conn:  # one transaction: committed whole or rolled back
                 cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
+            if cur.lastrowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
+                raise sqlite3.DatabaseError("no row id after INSERT")
             return int(cur.lastrowid)
         except sqlite3.DatabaseError as exc:
             raise StoreError(

@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from guiderag.ranges import number_ranges
 from guiderag.settings import Settings
 from guiderag.store import Store
 
@@ -47,36 +48,19 @@ def format_answer(answer: Answer) -> str:
         out.append("")
         out.append(f"【{SOURCES_LABEL}】")
         for p in answer.passages:
-            out.append(f"{p.title} — {p.url} (版 {p.version}, 行 {_ranges(p.lines)})")
+            out.append(f"{p.title} — {p.url} (版 {p.version}, 行 {number_ranges(p.lines)})")
             out += [f"  {line}" for line in p.text.split("\n")]
     else:
         out.append(answer.answer)
         out.append("")
         out.append(f"【{SOURCES_LABEL}】")
         for p in answer.passages:
-            out.append(f"- {p.title} — {p.url} (版 {p.version}, 行 {_ranges(p.lines)})")
+            out.append(f"- {p.title} — {p.url} (版 {p.version}, 行 {number_ranges(p.lines)})")
     for note in answer.notes:
         out.append(f"（{note}）")
     if answer.audit_id is not None:
         out.append(f"[記録番号 {answer.audit_id}]")
     return "\n".join(out)
-
-
-def _ranges(numbers: list[int]) -> str:
-    """[3, 4, 5, 9] -> "3-5, 9"."""
-    parts: list[str] = []
-    start = prev = None
-    for n in numbers:
-        if start is None:
-            start = prev = n
-        elif n == prev + 1:
-            prev = n
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = n
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-    return ", ".join(parts)
 
 
 def _audit_log(settings: Settings) -> tuple[Store, AuditLog]:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletionMessageParam
 
 from guiderag.errors import ModelError, ModelNotConfiguredError
 from guiderag.settings import Settings
@@ -93,9 +94,9 @@ class LLMClient:
         ModelError on connection errors, HTTP errors, timeouts and empty replies.
         """
         model = self.require(role)
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": user}
-        ]
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": user}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
         s = self.settings
         where = f"model {model!r} at {self.endpoint}"
         try:

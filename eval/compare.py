@@ -67,7 +67,7 @@ class Comparison:
         ]
         for d in self.differences:
             interval = "" if d.low is None else f"[{d.low:+.4f}, {d.high:+.4f}]"
-            mark = " *" if d.low is not None and (d.low > 0 or d.high < 0) else ""
+            mark = " *" if d.low is not None and d.high is not None and (d.low > 0 or d.high < 0) else ""
             lines.append(f"{d.metric:<28}{_f(d.a):>11}{_f(d.b):>11}{_f(d.diff, True):>11}  {interval + mark:<26}{d.n:>6}")
         lines.append("")
         lines.append("* the interval excludes 0")

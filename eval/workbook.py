@@ -31,6 +31,7 @@ from typing import Any, Iterable, Sequence
 
 from guiderag.errors import WorkbookError
 from guiderag.files import save_workbook_atomic
+from guiderag.ranges import number_ranges
 
 IN_SCOPE = "in_scope"
 OUT_OF_SCOPE = "out_of_scope"
@@ -105,7 +106,7 @@ def _cell_text(value: Any) -> str:
     return str(value).strip()
 
 
-def _load(path: Path, *, read_only: bool):
+def _load(path: Path, *, read_only: bool) -> Any:
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 
@@ -186,7 +187,7 @@ def read_questions(path: Path, *, warn: Any = None) -> list[Question]:
     last = seen[questions[-1].id]
     inner = [r for r in blank_rows if r < last]
     if inner:
-        warn(f"{path}: skipped {len(inner)} blank row(s) between questions (rows {_ranges(inner)})")
+        warn(f"{path}: skipped {len(inner)} blank row(s) between questions (rows {number_ranges(inner)})")
     return questions
 
 
@@ -201,19 +202,6 @@ def _parse_list(text: str) -> list[str]:
         except json.JSONDecodeError:
             pass
     return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def _ranges(numbers: Sequence[int]) -> str:
-    parts: list[str] = []
-    start = prev = numbers[0]
-    for n in list(numbers[1:]) + [None]:  # type: ignore[list-item]
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ", ".join(parts)
 
 
 def write_questions(questions: Sequence[Question], path: Path) -> None:

@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
     common.add_argument("--pipeline", choices=PIPELINES, help="retrieval pipeline (default: ours)")
     common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")

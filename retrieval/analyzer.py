@@ -26,7 +26,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, cast
 
 import MeCab
 
@@ -138,11 +138,12 @@ def tokenize(text: str) -> list[Token]:
         out = _line_tagger().parse(text)
     lines = out.split("\n")
     lines.pop()  # after the last node's newline
-    tokens: list[Token] = list(map(cache.get, lines))
-    if None in tokens:
-        for i, token in enumerate(tokens):
+    found: list[Token | None] = list(map(cache.get, lines))
+    if None in found:
+        for i, token in enumerate(found):
             if token is None:
-                tokens[i] = cache[lines[i]] = _line_token(lines[i])
+                found[i] = cache[lines[i]] = _line_token(lines[i])
+    tokens = cast("list[Token]", found)  # every None was filled in above
     # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
     return _glue_ascii(tokens) if _ASCII_ALNUM.search(text) else tokens
 

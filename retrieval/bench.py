@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def _vocabulary(rng: random.Random, size: int) -> list[str]:
     return words
 
 
-def _zipf_picker(rng: random.Random, words: Sequence[str]):
+def _zipf_picker(rng: random.Random, words: Sequence[str]) -> Callable[[int], list[str]]:
     cumulative = list(itertools.accumulate(1.0 / (rank + 1) ** 1.05 for rank in range(len(words))))
     order = list(words)
     rng.shuffle(order)
@@ -205,7 +205,8 @@ def _rss_mb(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024.0  # Linux: kilobytes
 
 
-def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path, log=None) -> dict:
+def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
+             log: Callable[[str], None] | None = None) -> dict:
     """One row of the benchmark."""
     say = log or (lambda msg: None)
     say(f"bench: generating {n_pages} pages")
@@ -280,7 +281,7 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path, lo
     }
 
 
-def run(sizes: Sequence[int], n_queries: int, settings: Settings, log=None) -> dict:
+def run(sizes: Sequence[int], n_queries: int, settings: Settings, log: Callable[[str], None] | None = None) -> dict:
     """The benchmark over every corpus size, in one process."""
     settings = settings.replace(progress=False)
     with tempfile.TemporaryDirectory(prefix="guiderag-bench-") as tmp:

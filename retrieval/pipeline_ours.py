@@ -42,9 +42,11 @@ settings.reference_chars characters.
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
 from guiderag.settings import OURS, Settings
 from guiderag.store import PageVersion
@@ -55,6 +57,19 @@ from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
+
+@dataclass
+class _Channel:
+    """One channel's (terms' or bigrams') shares of the question's mass: per passage and
+    per page (None when no query term is in the corpus), the query terms it does not
+    know, and the presence shares of each passage window and each line span."""
+
+    passages: np.ndarray | None
+    pages: np.ndarray | None
+    unknown: list[str]
+    window_present: np.ndarray | None = None
+    span_present: np.ndarray | None = None
+
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
@@ -159,7 +174,8 @@ class OursRetriever(Retriever):
 
     @staticmethod
     def _channel(weights: dict[str, float], vocab: dict[str, int], idf: np.ndarray, unseen: float,
-                 passages, pages, spans=None) -> tuple[np.ndarray | None, np.ndarray | None, list[str], np.ndarray | None]:
+                 passages: sp.csc_matrix, pages: sp.csc_matrix, spans: sp.csc_matrix | None = None) -> _Channel:
+        """One channel's shares of the question's mass, for every passage and page."""
         cols: list[int] = []
         w: list[float] = []
         mass = 0.0
@@ -175,44 +191,44 @@ class OursRetriever(Retriever):
                 cols.append(j)
                 w.append(value)
         if not cols or mass <= 0:
-            return None, None, unknown, None
+            return _Channel(None, None, unknown)
         vec = np.asarray(w, dtype=np.float32) / np.float32(mass)
         sub = passages[:, cols]
-        found = None
-        if spans is not None:
-            # presence shares of the window and of each span (see the module docstring)
-            present = sub.copy()
-            present.data = np.ones_like(present.data)
-            found = (present @ vec, spans[:, cols] @ vec)
-        return sub @ vec, pages[:, cols] @ vec, unknown, found
+        if spans is None:
+            return _Channel(sub @ vec, pages[:, cols] @ vec, unknown)
+        # presence shares of the window and of each span (see the module docstring)
+        present = sub.copy()
+        present.data = np.ones_like(present.data)
+        return _Channel(sub @ vec, pages[:, cols] @ vec, unknown, present @ vec, spans[:, cols] @ vec)
 
     def scores(self, question: str, keywords: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """(passage scores, page scores, query terms, unknown terms) for a query."""
         d, s = self.data, self.settings
         weights, bigrams, query_terms = self._query(question, keywords)
         ws = s.span_weight
-        t_pass, t_page, unknown, t_span = self._channel(
+        terms = self._channel(
             weights, d.term_vocab, d.term_idf, self._unseen_query, d.passages_terms, d.pages_terms,
             d.spans_terms if ws > 0 else None,
         )
-        b_pass, b_page, _, b_span = self._channel(
+        grams = self._channel(
             dict.fromkeys(bigrams, 1.0), d.bigram_vocab, d.bigram_idf, self._unseen_query,
             d.passages_bigrams, d.pages_bigrams, d.spans_bigrams if ws > 0 else None,
         )
+        unknown = terms.unknown
         wb = s.bigram_weight
         passage = np.zeros(d.n_passages, dtype=np.float32)
         page = np.zeros(d.n_pages, dtype=np.float32)
         use_spans = ws > 0 and len(passage) > 0
-        present = np.zeros(d.n_passages, dtype=np.float32) if use_spans else None
-        span = np.zeros(d.spans_terms.shape[0], dtype=np.float32) if use_spans else None
-        for share, (c_pass, c_page, found) in ((1.0 - wb, (t_pass, t_page, t_span)), (wb, (b_pass, b_page, b_span))):
-            if c_pass is None:
+        present = np.zeros(d.n_passages, dtype=np.float32)
+        span = np.zeros(d.spans_terms.shape[0], dtype=np.float32)
+        for share, channel in ((1.0 - wb, terms), (wb, grams)):
+            if channel.passages is None or channel.pages is None:
                 continue
-            passage += share * c_pass
-            page += share * c_page
-            if use_spans:
-                present += share * found[0]
-                span += share * found[1]
+            passage += share * channel.passages
+            page += share * channel.pages
+            if use_spans and channel.window_present is not None and channel.span_present is not None:
+                present += share * channel.window_present
+                span += share * channel.span_present
         if use_spans:
             passage = self._with_spans(passage, present, span, ws)
         pw = s.page_weight

@@ -97,19 +97,19 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
     for bom, codec in BOMS:
         if body.startswith(bom):
             return body.decode(codec, errors="replace"), codec
-    weak = None
+    weak: str | None = None
     for label in (header_charset(content_type), meta_charset(body)):
-        codec = codec_for(label)
-        if codec in WEAK_LABELS:
-            weak = weak or codec
-        elif codec:
-            for candidate in (codec, *WIDER.get(codec, ())):
+        named = codec_for(label)
+        if named in WEAK_LABELS:
+            weak = weak or named
+        elif named:
+            for candidate in (named, *WIDER.get(named, ())):
                 try:
                     return body.decode(candidate), candidate
                 except UnicodeDecodeError:
                     continue  # the label is wrong for these bytes: look further
-    codec = detect(body)
-    if weak and codec != "utf-8":
-        codec = weak
-    codec = codec or "utf-8"  # nothing decodes cleanly: UTF-8 with replacement marks
+    detected = detect(body)
+    if weak and detected != "utf-8":
+        detected = weak
+    codec = detected or "utf-8"  # nothing decodes cleanly: UTF-8 with replacement marks
     return body.decode(codec, errors="replace"), codec

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from typing import Any
 
 from guiderag.settings import Settings
 from guiderag.store.pages import Store
@@ -41,7 +42,7 @@ def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     """List the stored pages (current version of each)."""
     with Store(settings.db, create=False) as store:
         pages = store.current_pages(include_removed=bool(args.all))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"url": p.url, "title": p.title, "version": p.version, "fetched_at": p.fetched_at,
          "content_hash": p.content_hash, "lines": len(p.lines), "removed": p.removed}
         for p in pages

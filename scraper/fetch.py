@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import urllib.robotparser
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, TypedDict
 from urllib.parse import urljoin
 
 import requests
@@ -37,6 +37,16 @@ RETRY_STATUSES = frozenset({429})  # besides every 5xx
 DOWN_STATUSES = frozenset({429, 502, 503, 504})
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 CHUNK_BYTES = 65536
+
+
+class _Common(TypedDict):
+    """What every answer of one response shares, whatever its kind."""
+
+    final_url: str
+    status: int
+    etag: str | None
+    last_modified: str | None
+    fetched_at: str
 
 
 @dataclass(frozen=True)
@@ -216,8 +226,8 @@ class Fetcher:
                 return FetchResult(url, FAILED, final_url=current, status=status,
                                    reason=f"HTTP {status} redirect without a Location"), None
             return FetchResult(url, FAILED, final_url=current, status=status), location
-        common = dict(final_url=current, status=status, etag=resp.headers.get("ETag"),
-                      last_modified=resp.headers.get("Last-Modified"), fetched_at=now)
+        common = _Common(final_url=current, status=status, etag=resp.headers.get("ETag"),
+                         last_modified=resp.headers.get("Last-Modified"), fetched_at=now)
         if status == 304:
             return FetchResult(url, NOT_MODIFIED, reason="not modified (HTTP 304)", **common), None
         if status in GONE_STATUSES:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 
 from . import urls
 
@@ -34,11 +34,11 @@ class LinkRecord:
         )
 
 
-def _link_text(anchor) -> str:
+def _link_text(anchor: Tag) -> str:
     text = anchor.get_text(" ", strip=True)
     if not text:
         img = anchor.find("img", alt=True)
-        text = (img["alt"] if img else "") or anchor.get("title", "") or anchor.get("aria-label", "")
+        text = str((img["alt"] if isinstance(img, Tag) else "") or anchor.get("title", "") or anchor.get("aria-label", ""))
     return re.sub(r"\s+", " ", text).strip()
 
 
@@ -48,13 +48,13 @@ def harvest(html: str) -> list[tuple[str, str]]:
 
 
 def _harvest(soup: BeautifulSoup) -> list[tuple[str, str]]:
-    return [(a.get("href", ""), _link_text(a)) for a in soup.find_all("a", href=True)]
+    return [(str(a.get("href", "")), _link_text(a)) for a in soup.find_all("a", href=True)]
 
 
 def _base_url(soup: BeautifulSoup, page_url: str) -> str:
     """The URL relative links resolve against: `<base href>` when the page has one."""
     base = soup.find("base", href=True)
-    return urls.normalize_url(base["href"], page_url) if base else page_url
+    return urls.normalize_url(str(base["href"]), page_url) if isinstance(base, Tag) else page_url
 
 
 def classify_links(html: str, toc_url: str) -> list[LinkRecord]:

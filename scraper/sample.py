@@ -48,8 +48,8 @@ def serve_on_loopback(handler: Callable[..., BaseHTTPRequestHandler], name: str 
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True)
     thread.start()
     try:
-        host, port = server.server_address[:2]
-        yield f"http://{host}:{port}"
+        port = server.server_address[1]
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.shutdown()
         server.server_close()

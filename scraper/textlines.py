@@ -212,7 +212,7 @@ class _Extractor:
             return True
         if str(attrs.get("role", "")).lower() == "tooltip":
             return True
-        classes = el.get("class") or []
+        classes: list[str] = list(el.get("class") or [])
         if any(TOOLTIP_CLASS.match(c) or c in self.hidden_classes for c in classes) and not any(
             SHOWN_AT_BREAKPOINT.match(c) for c in classes  # "d-none d-md-block": shown on a desktop
         ):
@@ -301,7 +301,7 @@ class _Extractor:
 
 def _content_root(soup: BeautifulSoup) -> tuple[Tag, bool]:
     """(root, fallback): <main>, [role=main], a single <article>, else the body."""
-    root = soup.find("main") or soup.find(attrs={"role": "main"})
+    root = soup.find("main") or soup.find(attrs={"role": "main"})  # type: ignore[call-overload]
     if root is None:
         articles = soup.find_all("article")
         if len(articles) == 1:

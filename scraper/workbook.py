@@ -13,7 +13,7 @@ import os
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from guiderag.errors import WorkbookError
 from guiderag.files import save_workbook_beside
@@ -218,6 +218,6 @@ def install(tmp: Path, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def write(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], **kw) -> None:
+def write(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], **kw: Any) -> None:
     """Write the workbook atomically (temp file + os.replace)."""
     install(prepare(path, records, info, **kw), Path(path))

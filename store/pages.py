@@ -252,7 +252,7 @@ class Store:
                 "INSERT INTO runs(toc_url, started_at, status) VALUES (?, ?, 'running')",
                 (toc_url, utc_now()),
             )
-        return int(cur.lastrowid)
+        return _row_id(cur)
 
     def fail_run(self, run_id: int, message: str, *, status: str = "failed") -> None:
         """Mark a run failed or aborted; the corpus is not touched."""
@@ -339,7 +339,7 @@ class Store:
                 "INSERT INTO pages(url, first_seen, last_seen, current_version) VALUES (?, ?, ?, 1)",
                 (page.url, now, now),
             )
-            self._insert_version(int(cur.lastrowid), 1, page, chash, run_id)
+            self._insert_version(_row_id(cur), 1, page, chash, run_id)
             summary.added.append(page.url)
             return
         if row["content_hash"] == chash:
@@ -398,6 +398,13 @@ class Store:
             last_modified=row["last_modified"],
             removed=row["removed_at"] is not None,
         )
+
+
+def _row_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote."""
+    if cur.lastrowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
+        raise StoreError("the store did not report the id of the row it wrote")
+    return int(cur.lastrowid)
 
 
 def open_store(path: Path | str, *, create: bool = True) -> Store:

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Lowest first. A module's layer is that of the longest prefix listed here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("guiderag", "guiderag.settings", "guiderag.errors", "guiderag.files", "guiderag.progress",
+    ("base", ("guiderag", "guiderag.settings", "guiderag.errors", "guiderag.files", "guiderag.progress", "guiderag.ranges",
               "guiderag.clock", "guiderag.resources", "guiderag.data")),
     ("store", ("guiderag.store",)),
     ("scraper", ("guiderag.scraper",)),

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from guiderag.chatbot.answer import Answer, ShownPassage
+from guiderag.ranges import number_ranges
 from guiderag.settings import EXTRACT, MODEL_MODES, Settings
 
 from .bootstrap import StoreStatus
@@ -91,21 +92,6 @@ def format_date(iso: str | None, tz_name: str, *, with_time: bool = False) -> st
     return text
 
 
-def format_lines(lines: Sequence[int]) -> str:
-    """[3, 4, 5, 9] -> '3〜5, 9'."""
-    numbers = sorted(set(int(n) for n in lines))
-    runs: list[str] = []
-    start = prev = None
-    for n in numbers + [None]:  # type: ignore[list-item]
-        if n is not None and prev is not None and n == prev + 1:
-            prev = n
-            continue
-        if start is not None:
-            runs.append(str(start) if start == prev else f"{start}〜{prev}")
-        start = prev = n
-    return ", ".join(runs)
-
-
 def group_passages(passages: Sequence[ShownPassage]) -> list[list[ShownPassage]]:
     """Runs of lines from the same page version, together, in order of first appearance."""
     groups: dict[tuple[str, int], list[ShownPassage]] = {}
@@ -129,7 +115,7 @@ def passage_html(runs: Sequence[ShownPassage], tz_name: str, page_lines: Sequenc
     numbers = [n for run in runs for n in run.lines]
     where = f"{TEXT['source']}：{link(first.url, first.title or first.url)}"
     if numbers:
-        where += escape_text(f"（{TEXT['lines'].format(lines=format_lines(numbers))}）")
+        where += escape_text(f"（{TEXT['lines'].format(lines=number_ranges(numbers, '〜'))}）")
     fetched = TEXT["fetched"].format(date=format_date(first.fetched_at, tz_name))
     version = TEXT["version"].format(version=first.version)
     source = (
