@@ -16,18 +16,18 @@ question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, �
 terms, so they neither dilute nor inflate the score. The denominator
 counts question terms that occur nowhere in the corpus (at the idf of an unseen term),
 so a question about something the guideline never mentions scores low even when its
-common words match: that is the refusal signal. The score is
+common words match: that is the refusal signal. The channels are mixed,
 
-    ((1 - bigram_weight) * c_terms + bigram_weight * c_bigrams) ** score_power
+    c(x) = (1 - bigram_weight) * c_terms(x) + bigram_weight * c_bigrams(x),
 
-where c is first made proximity-aware. With p(x) the same share counting presence only
-(w = 1 for a term found), a window's best line span (the title, the heading and one line,
-retrieval.passages.line_spans) gives the share of the window's matched terms that also meet
-on one line, r = min(1, max over spans p(span) / p(window)), and
+and so are p(x), the same shares counting presence only (w = 1 for a term found), for the
+window and for each of its line spans (the title, the heading and one line,
+retrieval.passages.line_spans). The best span gives the share of the window's matched
+terms that also meet on one line, r = min(1, max over its spans p(span) / p(window)), and
 
-    c = c_window * (1 - span_weight + span_weight * r),
+    score(x) = (c(x) * (1 - span_weight + span_weight * r)) ** score_power,
 
-so the question's terms said together on one line count fully and the same terms
+(a window without spans or without a match keeps c(x)) so the question's terms said together on one line count fully and the same terms
 scattered over unrelated lines of a window count less (a surgery page whose 入院期間 and
 放射線治療 sit five lines apart is no answer to how long radiotherapy takes). r <= 1: a
 span never raises a passage, so the threshold keeps its meaning. The result is

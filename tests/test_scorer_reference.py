@@ -1,0 +1,132 @@
+"""The default pipeline's scores against a plain, slow implementation of their formula.
+
+retrieval.pipeline_ours documents the score of a passage x; here it is computed again
+with dictionaries and loops, from nothing but the analyzer's terms and bigrams of each
+text and the passages and line spans of each page, on random corpora and settings. The
+vectorised build (chunked rows, saturation, idf, span ranges) and the query arithmetic
+(column slices, channel mix, proximity factor, power) must give the same numbers, so
+either side can be rewritten and checked against the other (as bm25s pins its scorers
+against rank_bm25).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from guiderag.retrieval.analyzer import char_bigrams
+from guiderag.retrieval.bench import generate_corpus
+from guiderag.retrieval.build import build_data
+from guiderag.retrieval.index import make_analyzer
+from guiderag.retrieval.passages import body_skip, line_spans, segment
+from guiderag.retrieval.pipeline_ours import OursRetriever
+from guiderag.settings import Settings
+from guiderag.store import PageVersion
+
+
+def _texts(analyzer, page: PageVersion) -> tuple[list[list[str]], list[list[str]]]:
+    """Terms and bigrams of the title (index 0) and of each line (index n)."""
+    terms, grams = [], []
+    for text in (page.title, *page.lines):
+        a = analyzer.analysis(text)
+        terms.append([t.text for t in a.terms])
+        grams.append(char_bigrams(a.spans))
+    return terms, grams
+
+
+def reference_scores(pages: list[PageVersion], settings: Settings, weights: dict[str, float],
+                     bigrams: set[str]) -> np.ndarray:
+    """Every passage's score, in the order the index lists them, by the documented formula."""
+    analyzer = make_analyzer(settings)
+    s = settings
+    n_pages = len(pages)
+    rows = []  # per passage: (terms Counter, bigrams Counter, [span term sets], [span bigram sets])
+    page_terms: list[set[str]] = []
+    page_grams: list[set[str]] = []
+    for page in pages:
+        terms, grams = _texts(analyzer, page)
+        page_terms.append({t for ts in terms for t in ts})
+        page_grams.append({g for gs in grams for g in gs})
+        skip = body_skip(page.title, page.lines, s.heading_max_chars)
+        spans = line_spans(page.lines, s.heading_max_chars, skip)
+        for heading, first, last in segment(page.lines, s.passage_chars, s.heading_max_chars, skip):
+            texts = [0, *([heading] if heading else []), *range(first, last + 1)]
+            inside = [(h, n) for h, n in spans if first <= n <= last]
+            rows.append((
+                Counter(t for i in texts for t in terms[i]),
+                Counter(g for i in texts for g in grams[i]),
+                [{*terms[0], *(terms[h] if h else ()), *terms[n]} for h, n in inside],
+                [{*grams[0], *(grams[h] if h else ()), *grams[n]} for h, n in inside],
+            ))
+
+    def idf(df: int) -> float:
+        return math.log1p((n_pages - df + 0.5) / (df + 0.5))
+
+    unseen = math.log1p((n_pages + 0.5) / 0.5) * s.unknown_term_weight
+
+    def channel(query: dict[str, float], which: int, page_sets: list[set[str]]) -> list[tuple[float, float, list[float]]]:
+        """Per passage: (BM25 share c, window presence share p, each span's presence share)."""
+        df = {t: sum(t in ps for ps in page_sets) for t in query}
+        mass = sum(q * (idf(df[t]) if df[t] else unseen) for t, q in query.items())
+        lengths = [sum(r[which].values()) for r in rows]
+        avg = (sum(lengths) / len(lengths)) or 1.0
+        out = []
+        for r, length in zip(rows, lengths):
+            counts, spans = r[which], r[2 + which]
+            norm = s.bm25_k1 * (1 - s.bm25_b + s.bm25_b * length / avg)
+            c = p = 0.0
+            for t, q in query.items():
+                if df[t] and counts[t]:
+                    c += q * idf(df[t]) * min(1.0, counts[t] / (counts[t] + norm))
+                    p += q * idf(df[t])
+            each = [sum(q * idf(df[t]) for t, q in query.items() if df[t] and t in sp) for sp in spans]
+            known = any(df[t] for t in query)
+            if known and mass > 0:
+                out.append((c / mass, p / mass, [v / mass for v in each]))
+            else:
+                out.append((0.0, 0.0, [0.0] * len(spans)))
+        return out
+
+    terms = channel(weights, 0, page_terms)
+    grams = channel(dict.fromkeys(bigrams, 1.0), 1, page_grams)
+    scores = []
+    for (tc, tp, ts), (bc, bp, bs), row in zip(terms, grams, rows):
+        wb = s.bigram_weight
+        c = (1 - wb) * tc + wb * bc
+        p = (1 - wb) * tp + wb * bp
+        # the best line span of the window, by the channels' mixed presence shares
+        best = max(((1 - wb) * a + wb * b for a, b in zip(ts, bs)), default=0.0)
+        if s.span_weight > 0 and p > 0 and row[2]:
+            c *= 1 - s.span_weight + s.span_weight * min(1.0, best / p)
+        scores.append(c ** s.score_power)
+    return np.asarray(scores)
+
+
+CASES = [
+    (1, {}),
+    (2, {"span_weight": 0.0}),
+    (3, {"bigram_weight": 0.0, "bm25_k1": 1.2, "bm25_b": 0.3}),
+    (4, {"score_power": 1.0, "span_weight": 0.8, "passage_chars": 120}),
+    (5, {"bigram_weight": 0.6, "unknown_term_weight": 0.4, "heading_max_chars": 20}),
+]
+
+
+@pytest.mark.parametrize("seed,overrides", CASES)
+def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> None:
+    corpus = generate_corpus(14, 12, seed=seed)
+    settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
+    analyzer = make_analyzer(settings)
+    data = build_data(corpus.pages, "v", settings, analyzer)
+    retriever = OursRetriever(settings, corpus.pages, data, analyzer)
+    questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
+    compared = 0
+    for question in questions:
+        weights, bigrams, _ = retriever._query(question, [])
+        got = retriever.scores(question)[0]
+        want = reference_scores(corpus.pages, settings, weights, bigrams)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=question)
+        compared += int((want > 0).sum())
+    assert compared > 100  # the questions do match passages: the comparison is not all zeros
