@@ -2,16 +2,18 @@
 
 Four questions about an in-scope tumour type (thymic tumours) and the same four about an
 out-of-scope one (paediatric glioma): diagnostic methods, pathological diagnosis,
-treatment options, surgical options. Regenerate with `python -m eval.protocol_set`.
+treatment options, surgical options. Regenerate with `python -m guiderag.eval.protocol_set`.
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from guiderag.resources import question_set
+
 from .workbook import IN_SCOPE, OUT_OF_SCOPE, Question, write_questions
 
-PROTOCOL_PATH = Path(__file__).resolve().parent / "questions" / "protocol.xlsx"
+PROTOCOL_PATH = question_set("protocol.xlsx")
 IN_SCOPE_SUBJECT = "胸腺腫瘍"
 OUT_OF_SCOPE_SUBJECT = "小児の神経膠腫"
 TEMPLATES = (

@@ -9,14 +9,13 @@ under those, so the test fails on a real regression, not on one question moving.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from guiderag.cli import main
+from guiderag.resources import question_set
 from guiderag.settings import Settings
 
-WORKBOOK = Path(__file__).resolve().parent.parent / "eval" / "questions" / "sample_patient.xlsx"
+WORKBOOK = question_set("sample_patient.xlsx")
 IN_SCOPE_ANSWERED_FLOOR = 0.68
 FROM_GOLD_PAGE_FLOOR = 0.48
 OUT_OF_SCOPE_REFUSED_FLOOR = 0.90
