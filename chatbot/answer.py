@@ -56,6 +56,11 @@ class Answer:
     error: str | None = None  # a model failure that led to a fallback or refusal
     latency_ms: float | None = None
     notes: list[str] = field(default_factory=list)  # for the user, e.g. "your long question was cut"
+    # What each model asked did, by role ("keywords", "answer"): outcome, why, what was
+    # shown instead, time; {} when no model was asked. See chatbot.bot (MODEL USE).
+    model_use: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The raw replies, by role (audit only: never shown, not in the JSON).
+    model_replies: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
@@ -81,4 +86,22 @@ class Answer:
             "error": self.error,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
             "notes": list(self.notes),
+            "model_use": {role: dict(use) for role, use in self.model_use.items()},
         }
+
+    @property
+    def fell_back(self) -> bool:
+        """True when a model was asked for the answer and extract (or a refusal) stood in."""
+        return self.model_use.get("answer", {}).get("outcome") == FELL_BACK
+
+
+# Outcomes of the answer model (Answer.model_use["answer"]["outcome"]).
+ANSWERED = "answered"  # its answer is shown (lines: rebuilt from stored lines; generate: the summary)
+DECLINED = "declined"  # it said the reference does not answer: the refusal is shown
+FELL_BACK = "fell_back"  # it failed or its reply was unusable: extract (or the refusal) is shown
+NOT_ASKED = "not_asked"  # retrieval or the evidence gate refused first: the model was not asked
+FAILED = "failed"  # it failed and no fallback was allowed: nothing shown (audit error rows)
+# Outcomes of the keywords model.
+KEYWORDS_USED = "used"
+KEYWORDS_IGNORED = "ignored"  # nothing usable, or less evidence than the question's own words
+KEYWORDS_FAILED = "failed"

@@ -2,7 +2,8 @@
 
 A row records what an incident review needs: when, the question, keywords, mode (asked
 for and used), model, retrieval scores and threshold, the page URLs, versions and line
-numbers shown, the exact answer text, coverage, and any error. Each row is written in its
+numbers shown, the exact answer text, coverage, any error, what each model asked did
+(declined, fell back, and why) and its raw reply. Each row is written in its
 own transaction, so a failed write never loses earlier rows. `export_xlsx` writes the log
 to a workbook atomically; `gaps` lists the questions the guideline did not cover.
 """
@@ -47,7 +48,9 @@ CREATE TABLE IF NOT EXISTS audit (
     coverage        TEXT NOT NULL,      -- governed | not_governed | error
     error           TEXT,
     latency_ms      REAL,
-    answer_json     TEXT                -- the full answer object (without audit_id)
+    answer_json     TEXT,               -- the full answer object (without audit_id)
+    model_use       TEXT,               -- JSON: what each model asked did (outcome, why, what was shown)
+    model_replies   TEXT                -- JSON: the models' raw replies, by role (never shown)
 );
 CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 """
@@ -55,8 +58,10 @@ CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 COLUMNS = [
     "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
     "keywords_model", "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
-    "unsupported", "coverage", "error", "latency_ms", "answer_json",
+    "unsupported", "coverage", "error", "latency_ms", "answer_json", "model_use", "model_replies",
 ]
+# A raw model reply is kept up to this many characters (a runaway loop is not worth more).
+REPLY_KEEP_CHARS = 8000
 
 
 def normalize_question(text: str) -> str:
@@ -72,6 +77,15 @@ def _retrieval_columns(retrieval: dict[str, Any]) -> dict[str, Any]:
         "top_score": retrieval.get("top_score"),
         "scores": json.dumps(retrieval.get("candidate_pages", []), ensure_ascii=False),
         "corpus_version": retrieval.get("corpus_version"),
+    }
+
+
+def _model_columns(model_use: dict[str, Any], model_replies: dict[str, str]) -> dict[str, Any]:
+    """The audit columns of what the models did (None when no model was asked)."""
+    return {
+        "model_use": json.dumps(model_use, ensure_ascii=False) if model_use else None,
+        "model_replies": json.dumps({k: v[:REPLY_KEEP_CHARS] for k, v in model_replies.items()},
+                                    ensure_ascii=False) if model_replies else None,
     }
 
 
@@ -136,6 +150,7 @@ class AuditLog:
             "error": answer.error,
             "latency_ms": answer.latency_ms,
             "answer_json": json.dumps(payload, ensure_ascii=False),
+            **_model_columns(answer.model_use, answer.model_replies),
         })
 
     def record_error(
@@ -149,6 +164,8 @@ class AuditLog:
         keywords_model: str | None = None,
         retrieval: dict[str, Any] | None = None,
         latency_ms: float | None = None,
+        model_use: dict[str, Any] | None = None,
+        model_replies: dict[str, str] | None = None,
     ) -> int:
         """Write one row for an ask that ended in an error (nothing was shown)."""
         retrieval = retrieval or {}
@@ -170,6 +187,7 @@ class AuditLog:
             "error": error,
             "latency_ms": latency_ms,
             "answer_json": None,
+            **_model_columns(model_use or {}, model_replies or {}),
         })
 
     def _insert(self, row: dict[str, Any]) -> int:

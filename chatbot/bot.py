@@ -3,14 +3,27 @@
 Order of an ask, and what each outcome records:
 1. clean the question (QuestionError for nothing answerable; audited as an error row);
 2. keywords from the keywords model when one is configured, else offline (retrieval's);
+   model keywords may only add evidence: when the question's own words clear the threshold
+   and the evidence gate but the model's keywords do not, the model's are ignored;
 3. retrieval; nothing cleared the threshold -> not covered (no model is asked);
 4. the mode: extract (no model), lines (model picks numbers, we rebuild from stored lines),
    generate (the protocol; the model's text is a labelled summary beside verbatim passages);
-   the model declining, or lines yielding nothing valid -> not covered;
+   the model declining (「行: なし」, the insufficiency sentence) -> not covered;
 5. the audit row is written, then the Answer (with its audit_id) is returned.
-A model failure (unreachable, HTTP error, timeout, empty reply, or no model configured for
-a mode that needs one) falls back to extract when settings.fallback_to_extract is set, else
-raises ModelError after an audit row recorded it. No partial or unverified model text is ever returned.
+A model that cannot be used falls back to extract, and says so:
+- a reply that arrived but cannot be shown (chatbot.replies: repeated, echoed, pasted back,
+  far too long, cut off, another language; lines: no valid line number) always falls back:
+  the model was reached, and the verbatim answer is safe;
+- a failed call (unreachable, HTTP error, timeout, no free slot, empty reply, or no model
+  configured for a mode that needs one) falls back when settings.fallback_to_extract is
+  set, else raises ModelError after an audit row recorded it.
+No partial or unverified model text is ever returned.
+
+MODEL USE: `Answer.model_use[role]` (role "keywords" or "answer") says what each model
+asked did: `outcome` (keywords: used | ignored | failed; answer: answered | declined |
+fell_back | not_asked | failed), `reason` when it was not simply used, `shown` (what the
+patient saw: lines | generate | extract | refusal), `failure` (call | reply) and `code`
+(the check a reply failed), timings in ms, and for lines the lines picked and shown.
 """
 from __future__ import annotations
 
@@ -18,17 +31,21 @@ import functools
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from guiderag.errors import GuideragError, InputError, ModelError, StoreError
+from guiderag.errors import GuideragError, InputError, ModelError, ModelReplyError, StoreError
 from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
 from . import generate as gen
-from .answer import GOVERNED, NOT_GOVERNED, Answer
+from . import replies
+from .answer import (
+    ANSWERED, DECLINED, FAILED, FELL_BACK, GOVERNED, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_USED,
+    NOT_ASKED, NOT_GOVERNED, Answer,
+)
 from .audit import AuditLog
 from .extract import extract, line_coverage
-from .lines import LINES_SYSTEM_PROMPT, lines_user_message, number_reference, parse_line_numbers, picks_for
-from .llm import LLMClient
+from .lines import LINES_SYSTEM_PROMPT, judge_reply, lines_stop, lines_user_message, number_reference, ranked_picks
+from .llm import Completion, LLMClient, Progress
 from .question import clean_question
 from .shown import Pick, layout, render
 
@@ -92,11 +109,15 @@ class Chatbot:
         return self.retriever.idf
 
     # -- asking -------------------------------------------------------------------
-    def ask(self, question: str, mode: str | None = None) -> Answer:
-        """Answer one question on its own (no history). The audit row is written first."""
+    def ask(self, question: str, mode: str | None = None, *, progress: Progress | None = None) -> Answer:
+        """Answer one question on its own (no history). The audit row is written first.
+
+        `progress(stage, chars)` hears where the answer is: "keywords" and "answering" (a
+        model is writing; chars so far), "queued" (waiting for a free model slot)."""
         started = time.perf_counter()
         mode = mode or self.settings.mode
-        state: dict[str, Any] = {"keywords": [], "result": None, "keywords_model": None}
+        state: dict[str, Any] = {"keywords": [], "result": None, "keywords_model": None,
+                                 "model_use": {}, "replies": {}, "asking": None, "progress": progress}
         try:
             if mode not in MODES:
                 raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -107,11 +128,14 @@ class Chatbot:
         text = cleaned.text
         try:
             answer = self._answer(text, mode, state)
+        except ModelReplyError as exc:  # the model answered, unusably: always the verbatim answer
+            answer = self._fallback(text, mode, exc, state, failure="reply")
         except ModelError as exc:
             if not self.settings.fallback_to_extract:
+                self._use_failed(state, exc, FAILED, mode)
                 self._record_error(text, exc, mode, state, started)
                 raise
-            answer = self._fallback(text, mode, exc, state)
+            answer = self._fallback(text, mode, exc, state, failure="call")
         except StoreError:
             raise
         except Exception as exc:  # a bug or an unexpected failure: still leave a trace
@@ -119,6 +143,8 @@ class Chatbot:
             raise
         answer.notes = list(cleaned.notes) + answer.notes
         answer.retrieval_result = state["result"]
+        answer.model_use = state["model_use"]
+        answer.model_replies = state["replies"]
         answer.latency_ms = (time.perf_counter() - started) * 1000.0
         answer.audit_id = self.audit.record(
             answer, requested_mode=mode, keywords_model=state["keywords_model"]
@@ -129,20 +155,22 @@ class Chatbot:
         if mode != EXTRACT:
             self.llm.require("answer")  # ModelNotConfiguredError before any work
         keywords = self._keywords(question, state)
-        result: RetrievalResult = self.retriever.search(question, keywords)
+        result = self._search(question, keywords, state)
         state["result"] = result
         state["keywords"] = list(result.keywords)
         if not result.governed:
+            self._not_asked(state, mode, "nothing in the guideline cleared the retrieval threshold")
             return self._refusal(question, mode, result, self._retrieval_json(result))
         coverage = self._evidence(question, result)
         rjson = self._retrieval_json(result, coverage)
         if coverage is not None and coverage < self.settings.min_line_coverage:
+            self._not_asked(state, mode, "no reference line speaks to enough of the question (evidence gate)")
             return self._refusal(question, mode, result, rjson)
         if mode == EXTRACT:
             return self._extract(question, result, rjson)
         if mode == LINES:
-            return self._lines(question, result, rjson)
-        return self._generate(question, result, rjson)
+            return self._lines(question, result, rjson, state)
+        return self._generate(question, result, rjson, state)
 
     def _evidence(self, question: str, result: RetrievalResult) -> float | None:
         """The evidence gate's measure (settings.min_line_coverage): how much of the question
@@ -170,11 +198,35 @@ class Chatbot:
         count = self.settings.keyword_count
         system, user = keyword_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
-        reply = self.llm.complete(
-            system, user, role="keywords", temperature=gen.TEMPERATURE, max_tokens=KEYWORDS_MAX_TOKENS, n=1
-        )
+        reply = self._call(state, "keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
+                           stop_when=_lines_read(count)).text
         keywords = parse_keywords(reply, count)
+        self._use(state, "keywords", KEYWORDS_USED if keywords else KEYWORDS_IGNORED, keywords=keywords,
+                  **({} if keywords else {"reason": "no keyword could be read from the reply"}))
         return keywords or None  # nothing usable: offline keywords
+
+    def _search(self, question: str, keywords: list[str] | None, state: dict[str, Any]) -> RetrievalResult:
+        """Retrieval with the model's keywords, which may only add evidence: when they leave
+        the question refused (threshold or evidence gate) but its own words would not, the
+        question's own keywords are used. The protocol pipeline stays as published."""
+        result: RetrievalResult = self.retriever.search(question, keywords)
+        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result):
+            return result
+        own: RetrievalResult = self.retriever.search(question, None)
+        if not self._passes(question, own):
+            return result
+        self._use(state, "keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
+            f"the model's keywords left the question below the threshold or the evidence gate "
+            f"(top score {result.top_score:.3f}), its own words do not ({own.top_score:.3f}): "
+            f"used {list(own.keywords)}"))
+        return own
+
+    def _passes(self, question: str, result: RetrievalResult) -> bool:
+        """Whether a retrieval would be answered: over the threshold and through the gate."""
+        if not result.governed:
+            return False
+        coverage = self._evidence(question, result)
+        return coverage is None or coverage >= self.settings.min_line_coverage
 
     # -- modes ----------------------------------------------------------------------
     def _extract(
@@ -191,45 +243,125 @@ class Chatbot:
             answer=text, passages=shown, retrieval=rjson, error=error,
         )
 
-    def _lines(self, question: str, result: RetrievalResult, rjson: dict[str, Any]) -> Answer:
+    def _lines(
+        self, question: str, result: RetrievalResult, rjson: dict[str, Any], state: dict[str, Any]
+    ) -> Answer:
         reference = number_reference(result.passages)
         model = self.llm.model_for("answer")
-        reply = self.llm.complete(
-            LINES_SYSTEM_PROMPT, lines_user_message(reference, question), role="answer",
-            temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
+        completion = self._call(
+            state, "answer", LINES_SYSTEM_PROMPT, lines_user_message(reference, question),
+            max_tokens=self.settings.lines_max_tokens, stop_when=lines_stop([LINES_SYSTEM_PROMPT]),
         )
-        # A reply opening with the insufficiency sentence declines, whatever numbers follow.
-        numbers = [] if gen.opens_with_insufficiency(reply) else parse_line_numbers(reply, len(reference))
-        text, shown = (
-            render(picks_for(reference, numbers), self.settings.answer_chars,
-                   heading_max_chars=self.settings.heading_max_chars)
-            if numbers else ("", [])
-        )
-        if not text:
+        verdict = judge_reply(completion.text, reference, [LINES_SYSTEM_PROMPT])
+        if verdict.declined:
+            self._use(state, "answer", DECLINED, shown="refusal", reason="the model named no line (「行: なし」)")
             return self._refusal(question, LINES, result, rjson, model=model)
+        if verdict.problem is not None:
+            raise ModelReplyError(f"the model's line selection cannot be used: {verdict.problem.reason}",
+                                  verdict.problem.code)
+        budget = self.settings.answer_chars
+        text, shown = render(ranked_picks(reference, verdict.numbers), budget,
+                             heading_max_chars=self.settings.heading_max_chars)
+        wanted = {(nl.page.url, nl.page.version, nl.line) for n in verdict.numbers if (nl := reference.get(n))}
+        kept = sum(1 for p in shown for n in p.lines if (p.url, p.version, n) in wanted)
+        extra: dict[str, Any] = {"lines_picked": len(wanted), "lines_shown": kept}
+        if kept < len(wanted):
+            extra["reason"] = (f"the model picked {len(wanted)} lines; the {kept} highest-ranked that fit "
+                               f"the {budget}-character answer are shown")
+        self._use(state, "answer", ANSWERED, shown="lines", **extra)
         return Answer(
             question=question, keywords=list(result.keywords), mode=LINES, coverage=GOVERNED,
             answer=text, passages=shown, retrieval=rjson, model=model,
         )
 
-    def _generate(self, question: str, result: RetrievalResult, rjson: dict[str, Any]) -> Answer:
+    def _generate(
+        self, question: str, result: RetrievalResult, rjson: dict[str, Any], state: dict[str, Any]
+    ) -> Answer:
         # The protocol pipeline keeps its literal reference; ours sends whole lines.
         reference = getattr(result, "literal_reference", None) or result.reference_text
         model = self.llm.model_for("answer")
-        reply = self.llm.complete(
-            gen.system_prompt(self.settings.answer_chars), gen.user_message(reference, question),
-            role="answer", temperature=gen.TEMPERATURE, max_tokens=gen.MAX_TOKENS, n=gen.N,
+        system = gen.system_prompt(self.settings.answer_chars)
+        max_chars = int(self.settings.answer_chars * self.settings.summary_max_factor)
+        completion = self._call(
+            state, "answer", system, gen.user_message(reference, question),
+            max_tokens=self.settings.answer_max_tokens,
+            stop_when=replies.stop_reading(question=question, instructions=[system], max_chars=max_chars),
         )
+        reply = completion.text
+        problem = replies.generated_problem(
+            reply, question=question, reference=reference, instructions=[system], max_chars=max_chars,
+            finish_reason=completion.finish_reason, streamed=completion.streamed,
+        )
+        if problem is None and completion.stopped:  # stopped for a reason the whole text no longer shows
+            problem = replies.Problem("stopped", f"reading was stopped: {completion.stopped}")
+        if problem is not None:
+            raise ModelReplyError(f"the model's summary cannot be shown: {problem.reason}", problem.code)
         if gen.is_insufficient(reply):
+            self._use(state, "answer", DECLINED, shown="refusal",
+                      reason="the model said the reference does not answer the question")
             return self._refusal(question, GENERATE, result, rjson, model=model)
         summary = reply.strip()
         _, shown = layout(Pick(p.page, n, float(p.score)) for p in result.passages for n in p.lines)
+        self._use(state, "answer", ANSWERED, shown="generate")
         return Answer(
             question=question, keywords=list(result.keywords), mode=GENERATE, coverage=GOVERNED,
             answer=summary, passages=shown, retrieval=rjson, summary=summary,
             unsupported_sentences=gen.unsupported_sentences(summary, reference, self._analyze()),
             model=model,
         )
+
+    # -- the model calls and what they did ------------------------------------------
+    def _call(
+        self, state: dict[str, Any], role: str, system: str, user: str, *, max_tokens: int,
+        stop_when: Callable[[str], str | None] | None = None,
+    ) -> Completion:
+        """One model call for a role, its progress reported and its raw reply kept for the audit."""
+        progress = state.get("progress")
+        stage = "keywords" if role == "keywords" else "answering"
+
+        def report(what: str, chars: int) -> None:
+            if progress is not None:
+                progress("queued" if what == "queued" else stage, chars)
+
+        state["asking"] = role
+        report(stage, 0)
+        completion = self.llm.chat(
+            system, user, role=role, temperature=gen.TEMPERATURE, max_tokens=max_tokens, n=gen.N,
+            progress=report, stop_when=stop_when,
+        )
+        state["replies"][role] = completion.text
+        state.setdefault("timing", {})[role] = {
+            "ms": round(completion.seconds * 1000.0, 1),
+            "queued_ms": round(completion.queued_s * 1000.0, 1),
+            "finish_reason": completion.finish_reason,
+            **({"stopped_reading": completion.stopped} if completion.stopped else {}),
+        }
+        return completion
+
+    def _use(self, state: dict[str, Any], role: str, outcome: str, **fields: Any) -> None:
+        """Record what the model of a role did (Answer.model_use)."""
+        use = {"model": self.llm.model_for(role), "outcome": outcome}
+        use.update(state.get("timing", {}).get(role, {}))
+        use.update(fields)
+        state["model_use"][role] = use
+
+    def _not_asked(self, state: dict[str, Any], mode: str, why: str) -> None:
+        if mode in MODEL_MODES:
+            self._use(state, "answer", NOT_ASKED, shown="refusal", reason=why)
+
+    def _use_failed(self, state: dict[str, Any], exc: ModelError, outcome: str, mode: str,
+                    shown: str | None = None) -> None:
+        """A failed call: the role that was asking failed; the answer model, if the mode has
+        one, has `outcome` (fell_back, or failed when nothing is shown)."""
+        role = state.get("asking")
+        if role == "keywords":
+            self._use(state, "keywords", KEYWORDS_FAILED, failure="call", reason=str(exc))
+        if mode in MODEL_MODES:
+            why = str(exc) if role != "keywords" else f"the keywords model failed first: {exc}"
+            fields: dict[str, Any] = {"failure": "call", "reason": why}
+            if shown is not None:
+                fields["shown"] = shown
+            self._use(state, "answer", outcome, **fields)
 
     def _refusal(
         self, question: str, mode: str, result: RetrievalResult | None, rjson: dict[str, Any] | None = None,
@@ -249,14 +381,29 @@ class Chatbot:
             error=error,
         )
 
-    def _fallback(self, question: str, mode: str, exc: ModelError, state: dict[str, Any]) -> Answer:
-        """The model failed and settings.fallback_to_extract is set: answer offline."""
-        note = f"{mode} mode failed ({exc}); answered with extract instead"
+    def _fallback(
+        self, question: str, mode: str, exc: ModelError, state: dict[str, Any], *, failure: str
+    ) -> Answer:
+        """The model could not be used: answer offline (extract), saying why."""
+        if failure == "reply":
+            note = f"{mode} mode: {exc}; answered with extract instead"
+        else:
+            note = f"{mode} mode failed ({exc}); answered with extract instead"
         result = state.get("result")
         if result is None:  # the keywords call failed: retrieve with offline keywords
             result = self.retriever.search(question, None)
             state["result"] = result
             state["keywords"] = list(result.keywords)
+        answer = self._offline(question, result, note)
+        shown = "extract" if answer.governed else "refusal"
+        if failure == "reply":
+            self._use(state, "answer", FELL_BACK, failure="reply", code=getattr(exc, "code", "unusable"),
+                      reason=str(exc), shown=shown)
+        else:
+            self._use_failed(state, exc, FELL_BACK, mode, shown)
+        return answer
+
+    def _offline(self, question: str, result: RetrievalResult, note: str) -> Answer:
         if not result.governed:
             return self._refusal(question, EXTRACT, result, error=note)
         coverage = self._evidence(question, result)
@@ -279,7 +426,22 @@ class Chatbot:
             keywords_model=state.get("keywords_model"),
             retrieval=result.to_json() if result is not None else None,
             latency_ms=(time.perf_counter() - started) * 1000.0,
+            model_use=state.get("model_use") or {},
+            model_replies=state.get("replies") or {},
         )
+
+
+def _lines_read(count: int) -> Callable[[str], str | None]:
+    """Stop reading a keywords reply once it has `count` complete lines (a one-line answer
+    is complete at its newline): a small model runs on with the question again and again."""
+    def check(text: str) -> str | None:
+        body = text.lstrip()
+        done = [line for line in body.split("\n")[:-1] if line.strip()]
+        if done and (len(done) >= count or "、" in done[0] or "," in done[0]):
+            return "the keywords line is complete"
+        return None
+
+    return check
 
 
 def _printable(raw: object) -> str:

@@ -16,6 +16,7 @@ from .bot import Chatbot
 SUMMARY_LABEL = "要約（AIが生成した文章です。下の原文で確かめてください）"
 SOURCES_LABEL = "出典"
 UNSUPPORTED_LABEL = "⚠ 参考情報にない語を含む文"
+FALLBACK_NOTE = "AIの回答を使えなかったため、AIを使わずに原文の抜粋でお答えしています。"
 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -36,6 +37,8 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
 def format_answer(answer: Answer) -> str:
     """The answer as a person reads it in a terminal."""
     out: list[str] = []
+    if answer.fell_back:
+        out.append(f"（{FALLBACK_NOTE}）")
     if not answer.governed:
         out.append(answer.answer)
         if answer.escalation:

@@ -68,8 +68,12 @@ def user_message(reference: str, question: str) -> str:
     return f"参考情報: {reference}\n質問: {question}"
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
+    """NFKC text without spaces and punctuation: what replies are compared on."""
     return _STRIP.sub("", unicodedata.normalize("NFKC", text or ""))
+
+
+_squash = squash
 
 
 def is_insufficient(reply: str) -> bool:

@@ -5,17 +5,25 @@ passages); the model answers with numbers only. Its reply is parsed leniently (c
 ranges 12-18 / 12〜18 / 12~18 / 12から18, full-width digits, prose around the numbers);
 numbers out of range or attached to something else (Q21, 2024年, 1.5) are dropped. No
 text the model wrote is ever shown: the answer is the stored lines those numbers name.
+
+`judge_reply` says what a reply is: a decline (「行: なし」, the insufficiency sentence:
+not covered), a selection (the numbers), or unusable (a `Problem`: it echoes the prompt
+or copies reference lines instead of naming them, or names no valid line), which the
+chatbot answers with extract instead. A selection longer than the answer budget keeps
+the highest-ranked lines that fit (`ranked_picks`: by the score of their passage).
 """
 from __future__ import annotations
 
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from guiderag.retrieval.result import Passage
 from guiderag.store import PageVersion
 
+from .generate import is_insufficient, opens_with_insufficiency, squash
+from .replies import Problem, echo
 from .shown import Pick
 
 LINES_SYSTEM_PROMPT = (
@@ -34,6 +42,11 @@ _UNIT_AFTER = re.compile(
     re.I,
 )
 _LABEL = re.compile(r"(?:行|lines?)\s*[:：]", re.I)
+# An explicit "no line answers this".
+_NONE = re.compile(r"(?:行|lines?)\s*[:：]\s*(?:なし|無し|ありません|該当(?:する行は)?(?:なし|ありません)|none)", re.I)
+_NONE_ALONE = frozenset({"なし", "無し", "該当なし", "ありません", "none"})
+# A reference line at least this long (squashed) found in a reply: copied, not named.
+COPIED_LINE_CHARS = 12
 _NUMBER = re.compile(r"\d+")
 
 
@@ -140,3 +153,73 @@ def _is_line_number(text: str, m: re.Match[str]) -> bool:
 def picks_for(reference: NumberedReference, numbers: Sequence[int]) -> list[Pick]:
     """The stored lines named by valid numbers, in the order given."""
     return [nl.pick() for n in numbers if (nl := reference.get(n)) is not None]
+
+
+@dataclass(frozen=True)
+class LinesReply:
+    """What a LINES reply says: numbers, a decline, or a problem (unusable)."""
+
+    numbers: list[int]
+    declined: bool = False
+    problem: Problem | None = None
+
+
+def judge_reply(reply: str, reference: NumberedReference, instructions: Sequence[str] = ()) -> LinesReply:
+    """Decline, selection or problem, in that order of precedence (see the module doc)."""
+    text = unicodedata.normalize("NFKC", reply or "")
+    if opens_with_insufficiency(text) or _NONE.search(text) or squash(text).lower() in _NONE_ALONE:
+        return LinesReply([], declined=True)
+    problem = echo(text, instructions)
+    if problem is not None:
+        return LinesReply([], problem=problem)
+    numbers = parse_line_numbers(text, len(reference))
+    if not _LABEL.search(text):
+        flat = squash(text)
+        copied = [nl.number for nl in reference.lines
+                  if len(line := squash(nl.text)) >= COPIED_LINE_CHARS and line in flat]
+        if copied:
+            return LinesReply([], problem=Problem(
+                "echo", f"the reply copies reference lines ({len(copied)}) instead of naming their numbers"))
+    if numbers:
+        return LinesReply(numbers)
+    if is_insufficient(text):
+        return LinesReply([], declined=True)
+    return LinesReply([], problem=Problem(
+        "no_line", f"the reply names no line of the reference (1-{len(reference)}): {_clip(text)!r}"))
+
+
+def ranked_picks(reference: NumberedReference, numbers: Sequence[int]) -> list[Pick]:
+    """The named lines, best-ranked first: by their passage's score, then reference order.
+    Laid out within the budget in this order, an over-long selection keeps its best lines."""
+    named = [nl for n in dict.fromkeys(numbers) if (nl := reference.get(n)) is not None]
+    named.sort(key=lambda nl: (-nl.score, nl.number))
+    return [nl.pick() for nl in named]
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# Without a 行: label, a reply this long is prose, not a selection: stop reading it.
+PROSE_MAX_CHARS = 300
+
+
+def lines_stop(instructions: Sequence[str] = ()) -> Callable[[str], str | None]:
+    """A `stop_when` for a streaming LINES reply: stop once the labelled selection line is
+    complete, or as soon as the reply echoes the prompt, or when it runs on as prose."""
+    instructions = tuple(instructions)
+
+    def check(text: str) -> str | None:
+        norm = unicodedata.normalize("NFKC", text)
+        label = _LABEL.search(norm)
+        if label and "\n" in norm[label.end():].lstrip():
+            return "the selection line is complete"
+        problem = echo(norm, instructions)
+        if problem is not None:
+            return problem.reason
+        if not label and len(norm) > PROSE_MAX_CHARS:
+            return f"no line selection in the first {PROSE_MAX_CHARS} characters"
+        return None
+
+    return check

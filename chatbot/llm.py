@@ -4,21 +4,62 @@ OPENAI_API_KEY and OPENAI_BASE_URL (settings.openai_api_key / openai_base_url) s
 server, so OpenAI, vLLM, Ollama and llama.cpp servers all work. Each role (keywords,
 answer) has its own model name. Every failure becomes a `ModelError` saying what failed
 and what to check; a reply is returned whole or not at all (no partial text).
+
+`chat()` can read the reply as a stream (settings.model_stream): the caller hears how far
+the model got (progress) and may stop reading as soon as the reply turns out unusable
+(`stop_when`); the text so far is returned, marked stopped, for the caller to judge whole.
+A process runs at most settings.model_concurrency calls at once (a slot per endpoint);
+a call waits at most settings.model_queue_timeout_s for a slot (ModelBusyError).
 """
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Any
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
 
-from guiderag.errors import ModelError, ModelNotConfiguredError
+from guiderag.errors import ModelBusyError, ModelError, ModelNotConfiguredError
 from guiderag.settings import Settings
 
 ROLES = ("keywords", "answer")
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the client insists on one.
 PLACEHOLDER_KEY = "not-needed"
+# finish_reason of a reply we stopped reading ourselves (stop_when said why).
+STOPPED = "stopped"
+
+# progress(stage, characters received so far): "queued" while waiting for a model slot,
+# "writing" while the reply arrives.
+Progress = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One reply: its text, how it ended, and how long it took."""
+
+    text: str
+    finish_reason: str | None  # "stop", "length" (max_tokens), STOPPED, None (a stream cut short)
+    stopped: str | None = None  # why we stopped reading (stop_when's reason)
+    seconds: float = 0.0  # from sending the request to the last word read
+    queued_s: float = 0.0  # waiting for a model slot before that
+    streamed: bool = False
+
+
+# One semaphore per (endpoint, concurrency): every Chatbot of the process shares it.
+_SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def _semaphore(endpoint: str, size: int) -> threading.BoundedSemaphore:
+    with _SLOTS_LOCK:
+        sem = _SLOTS.get((endpoint, size))
+        if sem is None:
+            sem = _SLOTS[(endpoint, size)] = threading.BoundedSemaphore(size)
+        return sem
 
 
 class LLMClient:
@@ -93,26 +134,83 @@ class LLMClient:
         Raises ModelNotConfiguredError when the role has no model or endpoint, and
         ModelError on connection errors, HTTP errors, timeouts and empty replies.
         """
+        return self.chat(system, user, role=role, temperature=temperature, max_tokens=max_tokens,
+                         n=n, stream=False, **params).text
+
+    def chat(
+        self,
+        system: str | None,
+        user: str,
+        *,
+        role: str = "answer",
+        temperature: float = 0.1,
+        max_tokens: int = 1024,
+        n: int = 1,
+        stream: bool | None = None,
+        progress: Progress | None = None,
+        stop_when: Callable[[str], str | None] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """One chat completion as a `Completion`. With `stream` (default settings.model_stream)
+        the reply is read as it is written: `progress("writing", chars)` hears of it, and
+        `stop_when(text so far)` returning a reason stops the reading there (finish_reason
+        STOPPED). The whole call, stream included, is bounded by settings.model_timeout_s.
+        Errors as `complete`; a stopped reply may be empty, any other empty one is an error."""
         model = self.require(role)
         messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": user}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        s = self.settings
+        stream = self.settings.model_stream if stream is None else stream
         where = f"model {model!r} at {self.endpoint}"
+        request = dict(model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+                       n=n, **params)
+        with self._slot(where, progress) as queued_s:
+            started = time.monotonic()
+            with self._errors(where):
+                if stream:
+                    text, finish, stopped = self._read_stream(request, where, progress, stop_when)
+                else:
+                    text, finish, stopped = self._read_whole(request, where)
+            seconds = time.monotonic() - started
+        if stopped is None and not text.strip():
+            raise ModelError(f"{where} returned an empty reply")
+        return Completion(text, finish, stopped, seconds, queued_s, bool(stream))
+
+    # -- internals ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _slot(self, where: str, progress: Progress | None) -> Iterator[float]:
+        """Hold one of the process's model slots for this endpoint (settings.model_concurrency)."""
+        size = int(self.settings.model_concurrency)
+        if size <= 0:
+            yield 0.0
+            return
+        sem = _semaphore(self.endpoint, size)
+        t0 = time.monotonic()
+        if not sem.acquire(blocking=False):
+            if progress is not None:
+                progress("queued", 0)
+            wait = self.settings.model_queue_timeout_s
+            if not sem.acquire(timeout=wait):
+                raise ModelBusyError(
+                    f"{where} stayed busy: {size} call(s) of this process were running and no slot "
+                    f"came free within {wait:g} s (GUIDERAG_MODEL_QUEUE_TIMEOUT_S; "
+                    "GUIDERAG_MODEL_CONCURRENCY sets the slots)"
+                )
         try:
-            response = self.client.chat.completions.create(
-                model=model,
-                messages=messages,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                n=n,
-                **params,
-            )
+            yield time.monotonic() - t0
+        finally:
+            sem.release()
+
+    @contextlib.contextmanager
+    def _errors(self, where: str) -> Iterator[None]:
+        """Every failure of a call as a ModelError saying what to check."""
+        s = self.settings
+        try:
+            yield
+        except ModelError:
+            raise
         except openai.APITimeoutError as exc:
-            raise ModelError(
-                f"{where} did not answer within {s.model_timeout_s:g} s "
-                f"({s.model_retries} retries): raise GUIDERAG_MODEL_TIMEOUT_S or check the server load"
-            ) from exc
+            raise self._timeout(where) from exc
         except openai.APIConnectionError as exc:
             raise ModelError(
                 f"cannot reach {where}: {exc}. Is the server running, and is OPENAI_BASE_URL right?"
@@ -132,6 +230,16 @@ class LLMClient:
                 f"{where} sent a reply that is not an OpenAI chat completion ({type(exc).__name__}: "
                 f"{_short(str(exc))}); is OPENAI_BASE_URL an OpenAI-compatible /v1 endpoint?"
             ) from exc
+
+    def _timeout(self, where: str) -> ModelError:
+        s = self.settings
+        return ModelError(
+            f"{where} did not answer within {s.model_timeout_s:g} s "
+            f"({s.model_retries} retries): raise GUIDERAG_MODEL_TIMEOUT_S or check the server load"
+        )
+
+    def _read_whole(self, request: dict[str, Any], where: str) -> tuple[str, str | None, str | None]:
+        response = self.client.chat.completions.create(**request)
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError(f"{where} returned no choices")
@@ -139,7 +247,63 @@ class LLMClient:
         content = getattr(message, "content", None) if message is not None else None
         if not isinstance(content, str) or not content.strip():
             raise ModelError(f"{where} returned an empty reply")
-        return content
+        return content, getattr(choices[0], "finish_reason", None), None
+
+    def _read_stream(
+        self,
+        request: dict[str, Any],
+        where: str,
+        progress: Progress | None,
+        stop_when: Callable[[str], str | None] | None,
+    ) -> tuple[str, str | None, str | None]:
+        s = self.settings
+        deadline = time.monotonic() + s.model_timeout_s
+        stream = self.client.chat.completions.create(**request, stream=True)
+        # The client's timeout bounds each read, not the whole stream: a server sending a
+        # token (or a keep-alive) now and then would hold us forever. Close it at the deadline.
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            with contextlib.suppress(Exception):
+                stream.close()
+
+        watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), expire)
+        watchdog.daemon = True
+        watchdog.start()
+        parts: list[str] = []
+        chars = 0
+        finish: str | None = None
+        stopped: str | None = None
+        try:
+            for chunk in stream:
+                choices = getattr(chunk, "choices", None) or []
+                if not choices:
+                    continue
+                delta = getattr(choices[0], "delta", None)
+                piece = getattr(delta, "content", None) if delta is not None else None
+                finish = getattr(choices[0], "finish_reason", None) or finish
+                if piece:
+                    parts.append(piece)
+                    chars += len(piece)
+                    if progress is not None:
+                        progress("writing", chars)
+                    if stop_when is not None:
+                        stopped = stop_when("".join(parts))
+                        if stopped:
+                            finish = STOPPED
+                            break
+        except Exception as exc:
+            if expired.is_set():  # our own close at the deadline broke the read
+                raise self._timeout(where) from exc
+            raise
+        finally:
+            watchdog.cancel()
+            with contextlib.suppress(Exception):
+                stream.close()
+        if expired.is_set() and stopped is None and finish is None:
+            raise self._timeout(where)
+        return "".join(parts), finish, stopped
 
 
 def _short(text: str, limit: int = 300) -> str:

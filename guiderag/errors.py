@@ -14,7 +14,10 @@ GuideragError
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
 └── ModelError        the language model is unreachable or failing
-    └── ModelNotConfiguredError (also an InputError: exit 2)
+    ├── ModelNotConfiguredError (also an InputError: exit 2)
+    ├── ModelBusyError    no free model slot within model_queue_timeout_s
+    └── ModelReplyError   the model answered, but its reply cannot be shown (degenerate,
+                          echoed, no valid line number): the chatbot answers with extract
 
 Every message says what went wrong and what a maintainer can do about it.
 """
@@ -84,6 +87,20 @@ class ModelNotConfiguredError(ModelError, InputError):
     """A mode that needs a language model was asked for, but none is configured."""
 
     exit_code = 2
+
+
+class ModelBusyError(ModelError):
+    """Every model slot of this process stayed busy for model_queue_timeout_s."""
+
+
+class ModelReplyError(ModelError):
+    """The model answered, but the reply is unusable: repeated, echoing the prompt or the
+    reference, far over the length asked, in another language, cut off, or (lines) naming
+    no valid line. `code` names the check; the message says what was seen."""
+
+    def __init__(self, message: str, code: str = "unusable") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class EvalError(GuideragError):

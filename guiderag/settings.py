@@ -133,9 +133,25 @@ class Settings:
     openai_base_url: str | None = None
     keywords_model: str | None = None  # None: offline keywords
     answer_model: str | None = None  # needed by lines / generate
-    model_timeout_s: float = 30.0
+    model_timeout_s: float = 30.0  # one model call, from sending to the last word
     model_retries: int = 2
+    # An unreachable, failing or timed-out model: answer with extract instead of an error.
+    # (A reply that arrived but cannot be shown always falls back: see chatbot.replies.)
     fallback_to_extract: bool = False
+    # Read replies as a stream: progress while the model writes, and a reply that turns
+    # degenerate (a loop, an echo, far too long) is stopped there instead of running on to
+    # max_tokens. Nothing streamed is shown before the whole reply passed its checks.
+    model_stream: bool = True
+    # Model calls at once from this process (the others wait, at most model_queue_timeout_s,
+    # then count as a model failure); 0: no limit. Set it to what the server runs in
+    # parallel: 1 for llama-cpp-python's server, which runs one request at a time.
+    model_concurrency: int = 4
+    model_queue_timeout_s: float = 30.0
+    # Reply budgets: generate keeps the protocol's 1024 tokens; a line selection is short.
+    answer_max_tokens: int = 1024
+    lines_max_tokens: int = 96
+    # A generated summary longer than answer_chars times this is degenerate, not an answer.
+    summary_max_factor: float = 2.0
 
     # --- evaluation (eval/) -------------------------------------------------
     # JSQuAD folder for `guiderag devbench`; None: ../shared/bench/jsquad-v1.3 beside the
@@ -218,6 +234,10 @@ class Settings:
             raise InputError("bigram_weight and page_weight must be between 0 and 1")
         if not 0.0 <= self.span_weight <= 1.0:
             raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
+        if self.model_timeout_s <= 0 or self.model_queue_timeout_s < 0 or self.model_concurrency < 0:
+            raise InputError("model_timeout_s must be > 0, model_queue_timeout_s and model_concurrency >= 0")
+        if self.answer_max_tokens < 1 or self.lines_max_tokens < 1 or self.summary_max_factor <= 1.0:
+            raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 

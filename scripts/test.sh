@@ -14,5 +14,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt_install "${need_apt[@]}" || { echo "error: cannot install ${need_apt[*]} (need root or sudo)" >&2; exit 1; }
 fi
 
-ensure_venv test
+ensure_venv test,llm
 exec .venv/bin/python -m pytest "$@"

@@ -11,9 +11,14 @@ Tests drive it through the real `openai` client (no mocks):
 
 `replies` is consumed in order, one per POST /v1/chat/completions. Each item is either a
 string (a 200 reply whose message content is that string) or a `Reply` (status, delay,
-content, raw body). When the script runs out, `default` is used; if that is None the
-server answers HTTP 500 with a message saying the script ran out, so a test that calls
-the model more often than it expected fails loudly.
+content, raw body, finish_reason). When the script runs out, `default` is used; if that is
+None the server answers HTTP 500 with a message saying the script ran out, so a test that
+calls the model more often than it expected fails loudly.
+
+A request with `"stream": true` gets the reply as server-sent events, `chunk_chars`
+characters per chunk, `chunk_delay_s` apart, then the finish_reason (None: the stream
+just ends, as a server cutting it short would) and `[DONE]`. `stub.cut_streams` counts the
+streams the client stopped reading before their end.
 """
 from __future__ import annotations
 
@@ -34,6 +39,9 @@ class Reply:
     delay_s: float = 0.0  # sleep before answering: longer than the client timeout = a timeout
     body: str | None = None  # raw body instead of the JSON built from `content`
     retry_after_ms: int | None = 1  # sent on errors so the client's retries are quick
+    finish_reason: str | None = "stop"  # "length": cut at max_tokens; None: (stream) no finish at all
+    chunk_chars: int = 8  # streamed replies: characters per chunk
+    chunk_delay_s: float = 0.0  # streamed replies: pause before each chunk
 
 
 ReplyLike = Union[str, Reply]
@@ -59,6 +67,7 @@ class OpenAIStub:
         self.default = default
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.cut_streams = 0
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -168,6 +177,9 @@ class OpenAIStub:
                 {"error": {"message": f"scripted HTTP {reply.status}", "type": "server_error"}}
             ), retry_after_ms=reply.retry_after_ms)
             return
+        if request.get("stream"):
+            self._stream(handler, request, reply)
+            return
         body = {
             "id": f"chatcmpl-stub-{len(self.requests)}",
             "object": "chat.completion",
@@ -176,11 +188,43 @@ class OpenAIStub:
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": reply.content},
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason or "stop",
             }],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         }
         self._send(handler, 200, json.dumps(body, ensure_ascii=False))
+
+    def _stream(self, handler: BaseHTTPRequestHandler, request: dict[str, Any], reply: Reply) -> None:
+        """The reply as server-sent events, as OpenAI's API streams a chat completion."""
+        base = {"id": f"chatcmpl-stub-{len(self.requests)}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": request.get("model") or self.model}
+
+        def event(delta: dict[str, Any], finish: str | None) -> bytes:
+            body = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+            return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode("utf-8")
+
+        text = reply.content or ""
+        size = max(1, reply.chunk_chars)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.write(event({"role": "assistant", "content": ""}, None))
+            handler.wfile.flush()
+            for i in range(0, len(text), size):
+                if reply.chunk_delay_s > 0 and self._closing.wait(reply.chunk_delay_s):
+                    return
+                handler.wfile.write(event({"content": text[i:i + size]}, None))
+                handler.wfile.flush()
+            if reply.finish_reason is not None:
+                handler.wfile.write(event({}, reply.finish_reason))
+            handler.wfile.write(b"data: [DONE]\n\n")
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with self._lock:
+                self.cut_streams += 1
+        handler.close_connection = True
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, text: str, *, retry_after_ms: int | None = None) -> None:
