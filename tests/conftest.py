@@ -34,3 +34,17 @@ def fast_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     db = tmp_path / "cli.db"
     monkeypatch.setenv("GUIDERAG_DB", str(db))
     return db
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory):
+    """The real local model (llama.cpp's server with Gemma 3 270M, tests/local_model.py) on
+    loopback, started once for the session and stopped at its end. Not installed: a failure
+    saying how to install it (the README's test command does), never a skip."""
+    import local_model as lm
+
+    problem = lm.missing()
+    if problem:
+        pytest.fail(problem)
+    with lm.serve(tmp_path_factory.mktemp("llm")) as model:
+        yield model
