@@ -42,6 +42,7 @@ class Reply:
     finish_reason: str | None = "stop"  # "length": cut at max_tokens; None: (stream) no finish at all
     chunk_chars: int = 8  # streamed replies: characters per chunk
     chunk_delay_s: float = 0.0  # streamed replies: pause before each chunk
+    gate: threading.Event | None = None  # wait for this (at most delay_s) before answering
 
 
 ReplyLike = Union[str, Reply]
@@ -167,7 +168,12 @@ class OpenAIStub:
             return
         if isinstance(reply, str):
             reply = Reply(reply)
-        if reply.delay_s > 0 and self._closing.wait(reply.delay_s):
+        if reply.gate is not None:
+            deadline = time.monotonic() + (reply.delay_s or 60.0)
+            while not reply.gate.wait(0.05):
+                if self._closing.is_set() or time.monotonic() > deadline:
+                    return  # closing, or never opened: drop the connection
+        elif reply.delay_s > 0 and self._closing.wait(reply.delay_s):
             return  # the stub is closing: drop the connection
         if reply.body is not None:
             self._send(handler, reply.status, reply.body, retry_after_ms=reply.retry_after_ms)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 import shutil
+import time
 import sqlite3
 from pathlib import Path
 
@@ -420,3 +421,88 @@ def test_a_new_scrape_is_answered_from_without_restarting_the_app(store_copy: Pa
     at = ask(at, question)
     answer = history(at)[-1].answer
     assert answer.governed and [p.url for p in answer.passages][:1] == [page.url]
+
+
+@pytest.mark.parametrize("one_lock", [False, True])
+def test_a_slow_model_answer_does_not_hold_up_another_session(
+    store_copy: Path, clean_env: pytest.MonkeyPatch, monkeypatch: pytest.MonkeyPatch, one_lock: bool
+) -> None:
+    """A patient waiting on the model must not stall one whose answer needs none. With one
+    lock around every answer (the old app, `one_lock`), the second answer waits."""
+    import threading
+
+    gate = threading.Event()
+    if one_lock:
+        class Serialized(session.Chatbot):
+            def ask(self, *args, **kwargs):  # type: ignore[override]
+                with session.INDEX_LOCK:
+                    return super().ask(*args, **kwargs)
+
+        monkeypatch.setattr(session, "Chatbot", Serialized)
+    with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
+        for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
+                           "GUIDERAG_ANSWER_MODEL": "stub-model", "GUIDERAG_MODEL_TIMEOUT_S": "60"}.items():
+            clean_env.setenv(key, value)
+        settings = Settings.load()
+        status = store_status(settings)
+        session.get_retriever(settings, status)  # loaded: what follows is answering only
+        slow: list[session.Turn] = []
+        waiting = threading.Thread(target=lambda: slow.append(session.ask(IN_SCOPE, "lines", settings, status)))
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while stub.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert stub.calls == 1  # the first patient's answer is with the model now
+        quick: list[session.Turn] = []
+        other = threading.Thread(target=lambda: quick.append(session.ask(OUT_OF_SCOPE, "extract", settings, status)))
+        other.start()
+        other.join(timeout=10)
+        answered_meanwhile = not other.is_alive()
+        gate.set()
+        waiting.join(timeout=30)
+        other.join(timeout=30)
+    assert answered_meanwhile is (not one_lock)
+    assert quick and quick[0].answer is not None and not quick[0].answer.governed
+    assert slow and slow[0].answer is not None and slow[0].answer.mode == "lines"
+
+
+def test_the_progress_line_says_what_is_happening_and_for_how_long(store_copy: Path, clean_env: pytest.MonkeyPatch) -> None:
+    with OpenAIStub(default=Reply("行: 1", chunk_chars=1)) as stub:
+        for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
+                           "GUIDERAG_MODEL": "stub-model"}.items():
+            clean_env.setenv(key, value)
+        settings = Settings.load()
+        seen: list[tuple[str, int]] = []
+
+        class Recorder(session.Activity):
+            def update(self, stage: str, chars: int = 0) -> None:
+                seen.append((stage, chars))
+                super().update(stage, chars)
+
+        turn = session.ask(IN_SCOPE, "lines", settings, store_status(settings), Recorder())
+    assert turn.answer is not None and turn.answer.model_use["answer"]["outcome"] == "answered"
+    stages = [s for s, _ in seen]
+    assert stages[0] == "searching" and "keywords" in stages and "answering" in stages
+    assert max(c for s, c in seen if s == "answering") == len("行: 1")
+    shown = render.progress_html("answering", 12.7, 240)
+    assert render.escape_text(TEXT["stage_answering"]) in shown and "12" in shown and "240" in shown
+    assert render.escape_text(TEXT["stage_note"]) in shown
+    assert "grag-note" not in render.progress_html("loading", 3.2)
+
+
+def test_a_degenerate_summary_is_replaced_by_the_verbatim_answer_with_a_note(
+    store_copy: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    loop = "胸腺腫瘍の治療法は、病期（正岡分類）\n" * 30
+    with OpenAIStub(default=loop) as stub:
+        for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
+                           "GUIDERAG_ANSWER_MODEL": "stub-model", "GUIDERAG_MODE": "generate"}.items():
+            clean_env.setenv(key, value)
+        at = ask(start_app(), IN_SCOPE)
+    [turn] = history(at)
+    assert turn.error_kind is None and turn.answer.mode == "extract" and turn.answer.summary is None
+    [shown] = blocks(at, "grag-governed")
+    note = render.escape_text(TEXT["model_unusable"])
+    assert note in shown and shown.index(note) < shown.index("grag-quote")
+    assert "正岡分類）" not in html.unescape(shown.split("grag-quote")[0])  # none of the loop shown
+    assert not at.error

@@ -8,6 +8,8 @@ Only this module talks to Streamlit; what it shows is built by guiderag.ui.rende
 """
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
@@ -21,10 +23,11 @@ from guiderag.ui.render import (
     available_modes,
     error_details,
     is_sample_site,
+    progress_html,
     question_html,
     sidebar_html,
 )
-from guiderag.ui.session import ASK_LOCK, Turn, ask, retriever_loaded
+from guiderag.ui.session import INDEX_LOCK, Activity, Turn, ask, retriever_loaded
 from guiderag.ui.text import CSS, MODE_LABELS, TEXT
 
 
@@ -48,6 +51,32 @@ def render_reply(turn: Turn, settings: Settings) -> None:
         st.markdown(answer_html(turn.answer, settings, turn.pages), unsafe_allow_html=True)
 
 
+# How often the progress line (stage and elapsed seconds) is redrawn while an answer runs.
+PROGRESS_TICK_S = 0.5
+
+
+def answer_with_progress(question: str, mode: str, settings: Settings, status: StoreStatus) -> Turn:
+    """Answer in a worker thread; meanwhile show what it is doing and for how long.
+
+    The model's text itself is not streamed to the screen: whether it may be shown at all
+    (declined, repeated, echoed, far too long, another language) is known only once it is
+    complete, and a patient must not read a sentence that is then taken back."""
+    activity = Activity(stage="searching" if retriever_loaded(settings, status) else "loading")
+    done: dict[str, Turn] = {}
+
+    def work() -> None:
+        done["turn"] = ask(question, mode, settings, status, activity)
+
+    worker = threading.Thread(target=work, name="guiderag-answer", daemon=True)
+    box = st.empty()
+    worker.start()
+    while worker.is_alive():
+        box.markdown(progress_html(activity.stage, activity.elapsed_s, activity.chars), unsafe_allow_html=True)
+        worker.join(PROGRESS_TICK_S)
+    box.empty()
+    return done.get("turn") or Turn(question=question, error_kind="app")
+
+
 # --- page sections -------------------------------------------------------------------------
 def prepare_corpus(settings: Settings) -> None:
     """First run: build the sample guideline with a progress indicator; stop on failure."""
@@ -60,7 +89,7 @@ def prepare_corpus(settings: Settings) -> None:
             bar.progress(min(max(fraction, 0.0), 1.0), text=message)
 
         try:
-            with ASK_LOCK:  # building analyzes text with the process's one tagger
+            with INDEX_LOCK:  # one index build at a time in this process
                 result = ensure_corpus(settings, report)
         except GuideragError as exc:
             status_box.update(label=TEXT["setup_failed"], state="error", expanded=True)
@@ -140,11 +169,10 @@ def main() -> None:
     with st.chat_message("user"):
         st.markdown(question_html(question), unsafe_allow_html=True)
     with st.chat_message("assistant"):
-        # Model time or an index to load takes seconds: show that we are working. An
-        # extract answer takes milliseconds, and a spinner would only delay it (~270 ms).
+        # Model time or an index to load takes seconds: show what is happening and for how
+        # long. An extract answer takes milliseconds: answered directly, nothing to show.
         if mode in MODEL_MODES or not retriever_loaded(settings, status):
-            with st.spinner(TEXT["thinking"]):
-                turn = ask(question, mode, settings, status)
+            turn = answer_with_progress(question, mode, settings, status)
         else:
             turn = ask(question, mode, settings, status)
         render_reply(turn, settings)

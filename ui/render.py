@@ -183,7 +183,8 @@ def answer_html(
     # Notes for the user (a long question was cut; the model failed and extract answered).
     notes = [str(n) for n in getattr(answer, "notes", None) or [] if str(n).strip()]
     if answer.error:
-        notes.append(TEXT["model_fallback"])
+        unusable = answer.model_use.get("answer", {}).get("failure") == "reply"
+        notes.append(TEXT["model_unusable"] if unusable else TEXT["model_fallback"])
     warning = "".join(f'<div class="grag-warning">{escape_text(n)}</div>' for n in notes)
     parts.append(warning)
     if not answer.governed:
@@ -220,6 +221,20 @@ def answer_html(
             f'<p class="grag-audit">{escape_text(TEXT["audit"].format(audit_id=answer.audit_id))}</p>'
         )
     return block("".join(parts), "grag-answer grag-governed")
+
+
+def progress_html(stage: str, seconds: float, chars: int = 0) -> str:
+    """The line shown while an answer runs: what is happening, and for how long."""
+    label = TEXT.get(f"stage_{stage}", TEXT["thinking"])
+    if stage == "answering" and chars:
+        label += TEXT["stage_received"].format(chars=chars)
+    inner = (
+        f'<span class="grag-stage">{escape_text(label)}</span>'
+        f'<span class="grag-elapsed">{escape_text(TEXT["stage_elapsed"].format(seconds=int(seconds)))}</span>'
+    )
+    if stage in ("keywords", "queued", "answering"):
+        inner += f'<span class="grag-note">{escape_text(TEXT["stage_note"])}</span>'
+    return block(inner, "grag-progress")
 
 
 def question_html(question: str) -> str:

@@ -3,12 +3,21 @@
 No Streamlit here. The retriever is loaded once per process and store state (a new scrape
 gives a new run id, and so a new retriever), and shared by every browser session of the
 process, as Streamlit's own resource cache would.
+
+Answers run concurrently: Streamlit answers each browser session in its own thread, and a
+patient waiting 20 s for a model must not hold up another whose answer takes milliseconds.
+Only loading (or rebuilding) an index takes INDEX_LOCK. What the threads share is safe to
+share: the retriever is read-only once loaded (MeCab parses under retrieval.analyzer's own
+lock; its token caches are plain dicts, whose single operations are atomic), each answer
+opens its own Chatbot, store connection and audit log (SQLite in WAL mode, 30 s busy
+timeout), and model calls take one of the process's model slots (chatbot.llm).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -26,10 +35,11 @@ from .render import incident
 _log = logging.getLogger("guiderag.app")
 RETRIEVERS_KEPT = 4  # settings and store states whose retriever stays loaded
 
-# One answer at a time per process. Streamlit runs each browser session in its own thread;
-# loading the index may rebuild it, which analyses text too.
-ASK_LOCK = threading.Lock()
+# One index load or build at a time per process (loading may rebuild a stale index, and
+# the first run builds the sample's); answering takes no lock.
+INDEX_LOCK = threading.Lock()
 _RETRIEVERS: OrderedDict[tuple[str, int | None], Retriever] = OrderedDict()
+_RETRIEVERS_LOCK = threading.Lock()  # the cache dict itself, held for a lookup or an insert only
 
 
 @dataclass
@@ -49,36 +59,68 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(repr(settings).encode("utf-8")).hexdigest()
 
 
+def _cached(key: tuple[str, int | None]) -> Retriever | None:
+    with _RETRIEVERS_LOCK:
+        retriever = _RETRIEVERS.get(key)
+        if retriever is not None:
+            _RETRIEVERS.move_to_end(key)
+        return retriever
+
+
 def get_retriever(settings: Settings, status: StoreStatus) -> Retriever:
-    """The retriever of these settings and this store state, loaded once per process."""
+    """The retriever of these settings and this store state, loaded once per process.
+    A loaded one is returned at once; a load holds INDEX_LOCK (one load at a time)."""
     key = (settings_key(settings), status.last_run_id)
-    retriever = _RETRIEVERS.get(key)
-    if retriever is None:
-        retriever = load_retriever(settings)
-        _RETRIEVERS[key] = retriever
-        while len(_RETRIEVERS) > RETRIEVERS_KEPT:
-            _RETRIEVERS.popitem(last=False)
-    else:
-        _RETRIEVERS.move_to_end(key)
+    retriever = _cached(key)
+    if retriever is not None:
+        return retriever
+    with INDEX_LOCK:
+        retriever = _cached(key)  # another session may have loaded it while we waited
+        if retriever is None:
+            retriever = load_retriever(settings)
+            with _RETRIEVERS_LOCK:
+                _RETRIEVERS[key] = retriever
+                while len(_RETRIEVERS) > RETRIEVERS_KEPT:
+                    _RETRIEVERS.popitem(last=False)
     return retriever
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
     """False before the first question of a process (or after a new scrape): loading the
-    index then takes a moment, worth a spinner even in extract mode."""
-    return (settings_key(settings), status.last_run_id) in _RETRIEVERS
+    index then takes a moment, worth a progress line even in extract mode."""
+    with _RETRIEVERS_LOCK:
+        return (settings_key(settings), status.last_run_id) in _RETRIEVERS
 
 
-def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Turn:
+@dataclass
+class Activity:
+    """Where an answer is, for the page's progress line: written by the answering thread,
+    read by the page's (each field is one assignment: no lock needed)."""
+
+    stage: str = "searching"  # loading | searching | keywords | queued | answering
+    chars: int = 0  # characters of the model's reply received so far
+    started: float = field(default_factory=time.monotonic)
+
+    def update(self, stage: str, chars: int = 0) -> None:
+        self.stage, self.chars = stage, chars
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+def ask(
+    question: str, mode: str, settings: Settings, status: StoreStatus, activity: Activity | None = None
+) -> Turn:
     """Answer one question on its own (no history goes to the model) and record the turn."""
     turn = Turn(question=question)
     try:
-        with ASK_LOCK:
-            # Inside the lock: loading may rebuild a stale index, which analyzes text too.
-            retriever = get_retriever(settings, status)
-            with Chatbot(settings, retriever=retriever) as bot:
-                turn.answer = bot.ask(question, mode)
-            turn.pages = cited_pages(turn.answer, retriever.pages)
+        retriever = get_retriever(settings, status)
+        if activity is not None:
+            activity.update("searching")
+        with Chatbot(settings, retriever=retriever) as bot:
+            turn.answer = bot.ask(question, mode, progress=activity.update if activity is not None else None)
+        turn.pages = cited_pages(turn.answer, retriever.pages)
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError

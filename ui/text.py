@@ -15,6 +15,15 @@ TEXT = {
     "empty_question": "ご質問が入力されていません。知りたいことを文章で入力してください。",
     "bad_question": "このご質問は読み取れませんでした。知りたいことを文章で入力してください。",
     "thinking": "ガイドラインを確認しています…",
+    # The progress line while an answer runs ({seconds}: elapsed; {chars}: reply received).
+    "stage_loading": "ガイドラインの索引を読み込んでいます…",
+    "stage_searching": "ガイドラインを確認しています…",
+    "stage_keywords": "AIが質問の要点を読み取っています…",
+    "stage_queued": "AIが他の方の質問に回答中です。順番をお待ちください…",
+    "stage_answering": "AIが回答を作っています…",
+    "stage_received": "（{chars}文字）",
+    "stage_elapsed": "{seconds}秒経過",
+    "stage_note": "AIの文章は、ガイドラインの原文と照らし合わせて確かめてからお見せします。",
     "lead_governed": "ガイドラインには次のように書かれています。",
     "lead_sources": "根拠となるガイドラインの原文",
     "summary_label": "要約（AIが生成）",
@@ -37,6 +46,7 @@ TEXT = {
         "「原文の抜粋」をお選びください。"
     ),
     "model_fallback": "AIモデルに接続できなかったため、AIを使わずにお答えしています。",
+    "model_unusable": "AIの回答をそのままお見せできなかったため、AIを使わずに、ガイドラインの原文からお答えしています。",
     "app_error": (
         "申し訳ありません。システムの不具合でお答えできませんでした。"
         "時間をおいてもう一度お試しください。続く場合は管理者にお知らせください。"
@@ -108,6 +118,10 @@ CSS = """
 .grag-warning { border-left: 4px solid #b7791f; background: #fff8e6; padding: 0.4rem 0.7rem;
   margin-bottom: 0.7rem; font-size: 0.9rem; }
 .grag-audit { font-size: 0.75rem; color: #7a8794; }
+.grag-progress { border-left: 4px solid #1a5fb4; background: #eef4fb; padding: 0.4rem 0.7rem;
+  font-size: 0.95rem; }
+.grag-progress .grag-elapsed { font-weight: 600; margin-left: 0.5rem; }
+.grag-progress .grag-note { display: block; font-size: 0.8rem; color: #4a5560; }
 .grag-page { margin-top: 0.3rem; font-size: 0.9rem; }
 .grag-page summary { cursor: pointer; color: #1a5fb4; }
 .grag-pagetext { margin-top: 0.4rem; padding: 0.5rem 0.8rem; border: 1px solid #d5dbe1;
