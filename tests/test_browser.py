@@ -7,7 +7,9 @@ screen (extract mode) measured inside the page. The figure is printed, not asser
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import statistics
@@ -115,10 +117,16 @@ def server(prepared_store: Path, model: OpenAIStub, tmp_path_factory: pytest.Tem
     """`streamlit run app.py` on a free loopback port, with GUIDERAG_DB at the prepared store.
 
     A model is configured (the loopback stub), but the default mode stays extract."""
+    yield from streamlit_app(tmp_path_factory, {
+        "GUIDERAG_DB": str(prepared_store), "OPENAI_BASE_URL": model.base_url,
+        "OPENAI_API_KEY": "test", "GUIDERAG_ANSWER_MODEL": "stub-model"})
+
+
+def streamlit_app(tmp_path_factory: pytest.TempPathFactory, settings_env: dict[str, str]) -> Iterator[str]:
+    """Run `streamlit run app.py` with these GUIDERAG_/OPENAI_ settings; yield its URL."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env.update({"GUIDERAG_DB": str(prepared_store), "OPENAI_BASE_URL": model.base_url,
-                "OPENAI_API_KEY": "test", "GUIDERAG_ANSWER_MODEL": "stub-model"})
+    env.update(settings_env)
     log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -188,8 +196,10 @@ def answers(driver) -> list:
     return driver.find_elements(By.CSS_SELECTOR, '[data-testid="stChatMessage"]')
 
 
-def send(driver, question: str) -> float:
-    """Type a question, press Enter, wait for its answer; return Enter -> answer in ms."""
+def send(driver, question: str, timeout: float = ANSWER_TIMEOUT_S, seen: list[str] | None = None) -> float:
+    """Type a question, press Enter, wait for its answer; return Enter -> answer in ms.
+    `seen` collects the texts of the progress line shown meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -197,15 +207,21 @@ def send(driver, question: str) -> float:
     def idle(d) -> bool:  # the app's script is not running (no rerun in flight)
         return bool(d.find_elements(By.CSS_SELECTOR, IDLE))
 
-    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(idle)
+    def answered(d) -> bool:
+        if seen is not None:
+            try:
+                seen.extend(e.text for e in d.find_elements(By.CSS_SELECTOR, ".grag-progress"))
+            except StaleElementReferenceException:
+                pass
+        return bool(d.execute_script("return window.__grag.t1 !== null"))
+
+    WebDriverWait(driver, timeout, poll_frequency=0.05).until(idle)
     driver.execute_script(TIMER_JS, len(answers(driver)) + 2, question)
     box = driver.find_element(By.CSS_SELECTOR, '[data-testid="stChatInput"] textarea')
     box.send_keys(question)
     box.send_keys(Keys.ENTER)
-    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(
-        lambda d: d.execute_script("return window.__grag.t1 !== null")
-    )
-    WebDriverWait(driver, ANSWER_TIMEOUT_S, poll_frequency=0.05).until(idle)
+    WebDriverWait(driver, timeout, poll_frequency=0.05 if seen is None else 0.3).until(answered)
+    WebDriverWait(driver, timeout, poll_frequency=0.05).until(idle)
     return float(driver.execute_script("return window.__grag.t1 - window.__grag.t0"))
 
 
@@ -343,3 +359,57 @@ def test_chat_in_chromium(browser, server: str, prepared_store: Path, model: Ope
     )
     print("\n" + report)
     (ARTIFACTS / "latency.txt").write_text(report + "\n", encoding="utf-8")
+
+
+# --- the real local model, lines mode --------------------------------------------------------
+LINES_QUESTION = "胸腺腫の治療法は？"
+MODEL_ANSWER_TIMEOUT_S = 600  # a 270M model on a shared 2-core CPU: tens of seconds per call
+
+
+@pytest.fixture(scope="module")
+def model_server(prepared_store: Path, local_model, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The chat with the real local model for keywords and answers, lines mode preselected."""
+    yield from streamlit_app(tmp_path_factory, {"GUIDERAG_DB": str(prepared_store), "GUIDERAG_MODE": "lines",
+                                                **local_model.env()})
+
+
+@pytest.mark.model
+def test_a_lines_question_through_the_local_model_in_chromium(browser, model_server: str,
+                                                                prepared_store: Path) -> None:
+    """One question answered in lines mode by Gemma 3 270M: the patient sees the progress
+    line with the seconds going by, then only stored lines of the guideline (the model's
+    selection, or, when its reply could not be used, the extract answer with a note)."""
+    from selenium.webdriver.common.by import By
+
+    from guiderag.chatbot.audit import AuditLog
+    from guiderag.ui.text import TEXT
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with Store(prepared_store) as store:
+        stored_lines = {line.strip() for p in store.current_pages() for line in p.lines}
+        before = AuditLog(store.conn).count()
+    open_chat(browser, model_server, 1280, 1400)
+    sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]')
+    assert "AIが該当する行を選ぶ" in sidebar.text
+    progress: list[str] = []
+    ms = send(browser, LINES_QUESTION, timeout=MODEL_ANSWER_TIMEOUT_S, seen=progress)
+    reply = last_message(browser)
+    quotes = reply.find_elements(By.CSS_SELECTOR, ".grag-quote .grag-line")
+    assert quotes, reply.text
+    for line in quotes:
+        if line.text != "⋯":
+            assert line.text.strip() in stored_lines, line.text
+    assert any("秒経過" in p for p in progress), progress  # the elapsed time was on screen
+    with Store(prepared_store) as store:
+        rows = AuditLog(store.conn).rows()[before:]
+    [row] = [r for r in rows if r["question"] == LINES_QUESTION]
+    use = json.loads(row["model_use"])["answer"]
+    assert row["requested_mode"] == "lines" and use["outcome"] in ("answered", "fell_back")
+    if use["outcome"] == "fell_back":
+        assert TEXT["model_unusable"] in reply.text
+    screenshot(browser, "desktop-local-model-lines.png")
+    stages = list(dict.fromkeys(re.sub(r"\d+秒経過", "", p.split("\n")[0]) for p in progress))
+    report = (f"lines through Gemma 3 270M in Chromium: Enter -> answer {ms / 1000:.1f} s, "
+              f"model {use['outcome']} ({use.get('code', '-')}); progress shown: {stages}")
+    print("\n" + report)
+    (ARTIFACTS / "local-model-lines.txt").write_text(report + "\n", encoding="utf-8")
