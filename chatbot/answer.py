@@ -104,4 +104,5 @@ FAILED = "failed"  # it failed and no fallback was allowed: nothing shown (audit
 # Outcomes of the keywords model.
 KEYWORDS_USED = "used"
 KEYWORDS_IGNORED = "ignored"  # nothing usable, or less evidence than the question's own words
+KEYWORDS_SKIPPED = "skipped"  # the model was busy: the question's own keywords, without waiting
 KEYWORDS_FAILED = "failed"

@@ -4,7 +4,8 @@ Order of an ask, and what each outcome records:
 1. clean the question (QuestionError for nothing answerable; audited as an error row);
 2. keywords from the keywords model when one is configured, else offline (retrieval's);
    model keywords may only add evidence: when the question's own words clear the threshold
-   and the evidence gate but the model's keywords do not, the model's are ignored;
+   and the evidence gate but the model's keywords do not, the model's are ignored; and
+   they are optional: with every model slot busy, the question's own are used at once;
 3. retrieval; nothing cleared the threshold -> not covered (no model is asked);
 4. the mode: extract (no model), lines (model picks numbers, we rebuild from stored lines),
    generate (the protocol; the model's text is a labelled summary beside verbatim passages);
@@ -20,7 +21,7 @@ A model that cannot be used falls back to extract, and says so:
 No partial or unverified model text is ever returned.
 
 MODEL USE: `Answer.model_use[role]` (role "keywords" or "answer") says what each model
-asked did: `outcome` (keywords: used | ignored | failed; answer: answered | declined |
+asked did: `outcome` (keywords: used | ignored | skipped | failed; answer: answered | declined |
 fell_back | not_asked | failed), `reason` when it was not simply used, `shown` (what the
 patient saw: lines | generate | extract | refusal), `failure` (call | reply) and `code`
 (the check a reply failed), timings in ms, and for lines the lines picked and shown.
@@ -31,7 +32,7 @@ import functools
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from guiderag.errors import GuideragError, InputError, ModelError, ModelReplyError, StoreError
+from guiderag.errors import GuideragError, InputError, ModelBusyError, ModelError, ModelReplyError, StoreError
 from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
@@ -39,8 +40,8 @@ from guiderag.store import Store
 from . import generate as gen
 from . import replies
 from .answer import (
-    ANSWERED, DECLINED, FAILED, FELL_BACK, GOVERNED, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_USED,
-    NOT_ASKED, NOT_GOVERNED, Answer,
+    ANSWERED, DECLINED, FAILED, FELL_BACK, GOVERNED, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED,
+    KEYWORDS_USED, NOT_ASKED, NOT_GOVERNED, Answer,
 )
 from .audit import AuditLog
 from .extract import extract, line_coverage
@@ -198,8 +199,13 @@ class Chatbot:
         count = self.settings.keyword_count
         system, user = keyword_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
-        reply = self._call(state, "keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
-                           stop_when=_lines_read(count)).text
+        try:
+            reply = self._call(state, "keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
+                               stop_when=_lines_read(count),
+                               queue_timeout_s=self.settings.keywords_queue_timeout_s).text
+        except ModelBusyError as exc:  # optional: never wait long for them
+            self._use(state, "keywords", KEYWORDS_SKIPPED, reason=str(exc))
+            return None
         keywords = parse_keywords(reply, count)
         self._use(state, "keywords", KEYWORDS_USED if keywords else KEYWORDS_IGNORED, keywords=keywords,
                   **({} if keywords else {"reason": "no keyword could be read from the reply"}))
@@ -313,7 +319,7 @@ class Chatbot:
     # -- the model calls and what they did ------------------------------------------
     def _call(
         self, state: dict[str, Any], role: str, system: str, user: str, *, max_tokens: int,
-        stop_when: Callable[[str], str | None] | None = None,
+        stop_when: Callable[[str], str | None] | None = None, queue_timeout_s: float | None = None,
     ) -> Completion:
         """One model call for a role, its progress reported and its raw reply kept for the audit."""
         progress = state.get("progress")
@@ -327,7 +333,7 @@ class Chatbot:
         report(stage, 0)
         completion = self.llm.chat(
             system, user, role=role, temperature=gen.TEMPERATURE, max_tokens=max_tokens, n=gen.N,
-            progress=report, stop_when=stop_when,
+            progress=report, stop_when=stop_when, queue_timeout_s=queue_timeout_s,
         )
         state["replies"][role] = completion.text
         state.setdefault("timing", {})[role] = {

@@ -149,12 +149,14 @@ class LLMClient:
         stream: bool | None = None,
         progress: Progress | None = None,
         stop_when: Callable[[str], str | None] | None = None,
+        queue_timeout_s: float | None = None,
         **params: Any,
     ) -> Completion:
         """One chat completion as a `Completion`. With `stream` (default settings.model_stream)
         the reply is read as it is written: `progress("writing", chars)` hears of it, and
         `stop_when(text so far)` returning a reason stops the reading there (finish_reason
-        STOPPED). The whole call, stream included, is bounded by settings.model_timeout_s.
+        STOPPED). The whole call, stream included, is bounded by settings.model_timeout_s; the
+        wait for a slot by `queue_timeout_s` (default settings.model_queue_timeout_s).
         Errors as `complete`; a stopped reply may be empty, any other empty one is an error."""
         model = self.require(role)
         messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": user}]
@@ -164,7 +166,7 @@ class LLMClient:
         where = f"model {model!r} at {self.endpoint}"
         request = dict(model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
                        n=n, **params)
-        with self._slot(where, progress) as queued_s:
+        with self._slot(where, progress, queue_timeout_s) as queued_s:
             started = time.monotonic()
             with self._errors(where):
                 if stream:
@@ -178,7 +180,7 @@ class LLMClient:
 
     # -- internals ----------------------------------------------------------------
     @contextlib.contextmanager
-    def _slot(self, where: str, progress: Progress | None) -> Iterator[float]:
+    def _slot(self, where: str, progress: Progress | None, wait: float | None = None) -> Iterator[float]:
         """Hold one of the process's model slots for this endpoint (settings.model_concurrency)."""
         size = int(self.settings.model_concurrency)
         if size <= 0:
@@ -187,13 +189,13 @@ class LLMClient:
         sem = _semaphore(self.endpoint, size)
         t0 = time.monotonic()
         if not sem.acquire(blocking=False):
-            if progress is not None:
+            wait = self.settings.model_queue_timeout_s if wait is None else wait
+            if wait > 0 and progress is not None:
                 progress("queued", 0)
-            wait = self.settings.model_queue_timeout_s
-            if not sem.acquire(timeout=wait):
+            if wait <= 0 or not sem.acquire(timeout=wait):
                 raise ModelBusyError(
                     f"{where} stayed busy: {size} call(s) of this process were running and no slot "
-                    f"came free within {wait:g} s (GUIDERAG_MODEL_QUEUE_TIMEOUT_S; "
+                    f"came free within {max(wait, 0.0):g} s (GUIDERAG_MODEL_QUEUE_TIMEOUT_S; "
                     "GUIDERAG_MODEL_CONCURRENCY sets the slots)"
                 )
         try:

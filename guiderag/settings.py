@@ -147,6 +147,10 @@ class Settings:
     # parallel: 1 for llama-cpp-python's server, which runs one request at a time.
     model_concurrency: int = 4
     model_queue_timeout_s: float = 30.0
+    # Model keywords are optional (they may only add evidence): a keywords call waits at
+    # most this long for a slot, then the question's own keywords are used, so that a busy
+    # model does not hold up questions that need no model answer.
+    keywords_queue_timeout_s: float = 0.0
     # Reply budgets: generate keeps the protocol's 1024 tokens; a line selection is short.
     answer_max_tokens: int = 1024
     lines_max_tokens: int = 96
@@ -234,8 +238,9 @@ class Settings:
             raise InputError("bigram_weight and page_weight must be between 0 and 1")
         if not 0.0 <= self.span_weight <= 1.0:
             raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
-        if self.model_timeout_s <= 0 or self.model_queue_timeout_s < 0 or self.model_concurrency < 0:
-            raise InputError("model_timeout_s must be > 0, model_queue_timeout_s and model_concurrency >= 0")
+        if self.model_timeout_s <= 0 or self.model_concurrency < 0 or min(
+                self.model_queue_timeout_s, self.keywords_queue_timeout_s) < 0:
+            raise InputError("model_timeout_s must be > 0; model_concurrency and the queue timeouts >= 0")
         if self.answer_max_tokens < 1 or self.lines_max_tokens < 1 or self.summary_max_factor <= 1.0:
             raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:

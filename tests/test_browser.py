@@ -122,8 +122,11 @@ def server(prepared_store: Path, model: OpenAIStub, tmp_path_factory: pytest.Tem
         "OPENAI_API_KEY": "test", "GUIDERAG_ANSWER_MODEL": "stub-model"})
 
 
-def streamlit_app(tmp_path_factory: pytest.TempPathFactory, settings_env: dict[str, str]) -> Iterator[str]:
-    """Run `streamlit run app.py` with these GUIDERAG_/OPENAI_ settings; yield its URL."""
+def streamlit_app(
+    tmp_path_factory: pytest.TempPathFactory, settings_env: dict[str, str], app_dir: Path | None = None
+) -> Iterator[str]:
+    """Run `streamlit run app.py` (of this checkout, or of `app_dir`) with these
+    GUIDERAG_/OPENAI_ settings; yield its URL."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
     env.update(settings_env)
@@ -133,7 +136,7 @@ def streamlit_app(tmp_path_factory: pytest.TempPathFactory, settings_env: dict[s
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
              "--server.address", "127.0.0.1", "--server.port", str(port),
              "--browser.gatherUsageStats", "false"],
-            cwd=Path(__file__).resolve().parents[1], env=env, stdout=out, stderr=subprocess.STDOUT,
+            cwd=app_dir or Path(__file__).resolve().parents[1], env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}/"
     try:

@@ -355,3 +355,25 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
     assert len(ref) >= 1 and results["first"].mode == "lines"  # type: ignore[attr-defined]
     assert second.mode == "extract" and "stayed busy" in second.model_use["answer"]["reason"]
     assert "queued" in stages
+
+
+def test_keywords_do_not_wait_for_a_busy_model(db, sample_retriever):
+    """Model keywords are optional: with the one slot busy, a question that needs no model
+    answer is answered at once with its own keywords, and says the model was skipped."""
+    gate = threading.Event()
+    with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
+        first = threading.Thread(target=lambda: ask(stub, db, sample_retriever, THYMIC, "lines",
+                                                    model_concurrency=1, model_timeout_s=40.0))
+        first.start()
+        deadline = time.monotonic() + 10
+        while stub.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        answer = ask(stub, db, sample_retriever, SHORT_THYMIC, "extract", model_concurrency=1,
+                     keywords_model="stub-keywords")
+        still_waiting = first.is_alive()
+        gate.set()
+        first.join(timeout=30)
+        assert stub.calls == 1  # the keywords call never went out
+    assert still_waiting and answer.governed
+    assert answer.answer == extract_answer(db, sample_retriever, SHORT_THYMIC).answer
+    assert answer.model_use["keywords"]["outcome"] == "skipped" and "busy" in answer.model_use["keywords"]["reason"]
