@@ -30,6 +30,7 @@ SITE_DIR = "site"
 
 # Table columns: (summary metric, header, format).
 TABLE: list[tuple[str, str, str]] = [
+    ("coverage_in_scope", "answered", "{:.3f}"),
     ("right_page_first", "right page first", "{:.3f}"),
     ("answer_in_reference", "answer in reference", "{:.3f}"),
     ("gold_in_answer", "gold in answer", "{:.3f}"),
@@ -37,8 +38,14 @@ TABLE: list[tuple[str, str, str]] = [
     ("refusal_rate_out_of_scope", "out-of-scope refused", "{:.3f}"),
     ("no_candidate_out_of_scope", "oos no candidate", "{:.3f}"),
     ("verbatim_rate", "verbatim", "{:.3f}"),
+    ("latency_mean_ms", "s per answer", "{:.2f}"),
+    ("model_fallback_rate", "model fell back", "{:.3f}"),
+    ("model_decline_rate", "model declined", "{:.3f}"),
+    ("summary_repeat_rate", "summary repeats", "{:.3f}"),
     ("latency_p50_ms", "p50 ms", "{:.1f}"),
 ]
+# Shown in seconds (the metric is in ms).
+_SECONDS = {"latency_mean_ms"}
 
 
 @dataclass
@@ -91,6 +98,8 @@ class BenchReport:
                 continue
             for key, _, fmt in TABLE:
                 value = run.metrics.get(key)
+                if value is not None and key in _SECONDS:
+                    value = value / 1000.0
                 cells.append("-" if value is None else fmt.format(value))
             lines.append("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))
         lines += [
@@ -100,7 +109,12 @@ class BenchReport:
             "(at most reference_chars); gold in answer: inside the answer shown (at most answer_chars).",
             "out-of-scope refused: held-back articles' questions answered with the refusal; "
             "oos no candidate: those left with no candidate page at all.",
+            "answered: in-scope questions answered (not refused).",
             "verbatim: answered questions whose every line is a stored line of a cited page.",
+            "s per answer: mean seconds per question; model fell back / declined (lines, generate): "
+            "share of all questions whose model answer could not be used (extract or the refusal shown "
+            "instead) / that the model declined (the refusal shown); '-' where no model answers. "
+            "summary repeats: shown summaries with a line or sentence said twice (0 expected).",
             "p50 ms: latency of one question (keywords, retrieval, answer, audit row), measured with "
             + ", ".join(sorted({f"{r.workers} worker processes" if r.workers > 1 else "one process" for r in self.runs
                                 if r.status == "ok"})) + " running; "

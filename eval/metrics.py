@@ -141,6 +141,14 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
+def repeats_itself(text: str, min_chars: int = 6) -> bool:
+    """True when a line or sentence of at least `min_chars` (whitespace aside) occurs twice:
+    the mark of a degenerate generation, checked here apart from the chatbot's own checks."""
+    units = [_squash(u) for u in re.split(r"(?<=[。！？!?])|\n", text or "")]
+    units = [u for u in units if len(u) >= min_chars]
+    return len(units) != len(set(units))
+
+
 # --- summary ---------------------------------------------------------------
 
 def mean(values: Iterable[float | None]) -> float | None:
@@ -180,6 +188,13 @@ SUMMARY_METRICS: list[tuple[str, str, str, str, str]] = [
     ("word_precision", "token_p", "mean", "reference", "word (token) precision against the reference answer"),
     ("word_recall", "token_r", "mean", "reference", "word (token) recall against the reference answer"),
     ("word_f1", "token_f1", "mean", "reference", "word (token) F1 against the reference answer"),
+    ("summary_repeat_rate", "summary_repeats", "mean", "all",
+     "generate: shown summaries with a line or sentence said twice (should be 0)"),
+    ("model_fallback_rate", "model_fell_back", "mean", "all",
+     "model modes: questions whose model answer could not be used (extract or the refusal shown instead)"),
+    ("model_decline_rate", "model_declined", "mean", "all",
+     "model modes: questions the answer model declined (the refusal shown)"),
+    ("latency_mean_ms", "latency_ms", "mean", "all", "latency per question, mean (ms)"),
     ("latency_p50_ms", "latency_ms", "median", "all", "latency per question, median (ms)"),
     ("latency_p95_ms", "latency_ms", "p95", "all", "latency per question, 95th percentile (ms)"),
     ("error_rate", "failed", "mean", "all", "questions that failed with an error"),

@@ -111,6 +111,7 @@ def score(
         "failed": False,
         "error": answer.error,
         "json": data,
+        **_model_columns(answer),
     }
     if governed and page_lines is not None:
         pool: list[str] = []
@@ -129,6 +130,19 @@ def score(
             row.update(rouge_l_p=rl.precision, rouge_l_r=rl.recall, rouge_l_f1=rl.f1,
                        token_p=tp.precision, token_r=tp.recall, token_f1=tp.f1)
     return row
+
+
+def _model_columns(answer: Any) -> dict:
+    """What the answer model did (None in extract mode, where none is asked)."""
+    use = (getattr(answer, "model_use", None) or {}).get("answer")
+    summary = getattr(answer, "summary", None)
+    repeats = metrics.repeats_itself(summary) if summary else None
+    if use is None:
+        return {"model_outcome": None, "model_fell_back": None, "model_declined": None, "summary_repeats": repeats}
+    outcome = use.get("outcome")
+    return {"model_outcome": outcome + (f" ({use['code']})" if use.get("code") else ""),
+            "model_fell_back": outcome == "fell_back", "model_declined": outcome == "declined",
+            "summary_repeats": repeats}
 
 
 def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:

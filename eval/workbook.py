@@ -257,6 +257,10 @@ RESULT_COLUMNS: list[tuple[str, int, str]] = [
     ("token_f1", 9, "float"),
     ("failed", 9, "bool"),
     ("error", 30, "text"),
+    ("model_outcome", 12, "text"),
+    ("model_fell_back", 9, "bool"),
+    ("model_declined", 9, "bool"),
+    ("summary_repeats", 9, "bool"),
     ("gold_answers", 24, "json"),
     ("json", 60, "json"),
 ]

@@ -220,3 +220,32 @@ def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_p
                              if k not in ("latency_ms", "json")} for r in rows]
     assert [r["id"] for r in results["2"]] == [r["id"] for r in results["1"]]  # question order kept
     assert results["2"] == results["1"]
+
+
+def test_devbench_model_modes_report_fallbacks_declines_and_seconds(bench: Path, tmp_path: Path, capsys, monkeypatch):
+    """The model columns: a model whose summaries loop falls back on every answered question
+    (and no repeated summary is shown), one that declines is counted as declining."""
+    from openai_stub import OpenAIStub
+
+    for key in MODEL_ENV:
+        monkeypatch.delenv(key, raising=False)
+    loop = "みどり町の中央を流れる川は青葉川です。\n" * 20
+    with OpenAIStub(default=loop) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("GUIDERAG_ANSWER_MODEL", "stub-model")
+        assert main(["devbench", "--bench-dir", str(bench), "--workdir", str(tmp_path / "w"), "--limit", "6",
+                     "--pipelines", "ours", "--modes", "extract,generate", "--no-progress"]) == 0
+        table = capsys.readouterr().out
+        assert main(["devbench", "--bench-dir", str(bench), "--workdir", str(tmp_path / "w2"), "--limit", "6",
+                     "--pipelines", "ours", "--modes", "generate", "--json", "--no-progress"]) == 0
+    for header in ("answered", "s per answer", "model fell back", "model declined", "summary repeats"):
+        assert header in table
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    m = run["metrics"]
+    asked = m["coverage_in_scope"]  # answered in scope; out-of-scope ones never reach the model
+    assert m["model_fallback_rate"] is not None and m["model_fallback_rate"] > 0
+    assert m["model_decline_rate"] == 0.0 and m["summary_repeat_rate"] is None  # no summary was shown
+    assert m["verbatim_rate"] == 1.0 and asked is not None and m["latency_mean_ms"] > 0
+    extract_line = [line for line in table.splitlines() if line.startswith("ours") and " extract " in f" {line} "]
+    assert extract_line and extract_line[0].split()[-4:-1] == ["-", "-", "-"]  # no model: no model columns
