@@ -15,9 +15,10 @@ A model that cannot be used falls back to extract, and says so:
 - a reply that arrived but cannot be shown (chatbot.replies: repeated, echoed, pasted back,
   far too long, cut off, another language; lines: no valid line number) always falls back:
   the model was reached, and the verbatim answer is safe;
-- a failed call (unreachable, HTTP error, timeout, no free slot, empty reply, or no model
-  configured for a mode that needs one) falls back when settings.fallback_to_extract is
-  set, else raises ModelError after an audit row recorded it.
+- a failed answer call (unreachable, HTTP error, timeout, no free slot, empty reply, or no
+  model configured for a mode that needs one) falls back when settings.fallback_to_extract
+  is set, else raises ModelError after an audit row recorded it. A failed keywords call
+  only costs the model's keywords: the question's own are used.
 No partial or unverified model text is ever returned.
 
 MODEL USE: `Answer.model_use[role]` (role "keywords" or "answer") says what each model
@@ -118,7 +119,7 @@ class Chatbot:
         started = time.perf_counter()
         mode = mode or self.settings.mode
         state: dict[str, Any] = {"keywords": [], "result": None, "keywords_model": None,
-                                 "model_use": {}, "replies": {}, "asking": None, "progress": progress}
+                                 "model_use": {}, "replies": {}, "progress": progress}
         try:
             if mode not in MODES:
                 raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -203,8 +204,10 @@ class Chatbot:
             reply = self._call(state, "keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
                                stop_when=_lines_read(count),
                                queue_timeout_s=self.settings.keywords_queue_timeout_s).text
-        except ModelBusyError as exc:  # optional: never wait long for them
-            self._use(state, "keywords", KEYWORDS_SKIPPED, reason=str(exc))
+        except ModelError as exc:  # optional: a busy or failing model costs only them
+            busy = isinstance(exc, ModelBusyError)
+            self._use(state, "keywords", KEYWORDS_SKIPPED if busy else KEYWORDS_FAILED,
+                      reason=f"{exc}; the question's own keywords were used", **({} if busy else {"failure": "call"}))
             return None
         keywords = parse_keywords(reply, count)
         self._use(state, "keywords", KEYWORDS_USED if keywords else KEYWORDS_IGNORED, keywords=keywords,
@@ -329,7 +332,6 @@ class Chatbot:
             if progress is not None:
                 progress("queued" if what == "queued" else stage, chars)
 
-        state["asking"] = role
         report(stage, 0)
         completion = self.llm.chat(
             system, user, role=role, temperature=gen.TEMPERATURE, max_tokens=max_tokens, n=gen.N,
@@ -357,14 +359,10 @@ class Chatbot:
 
     def _use_failed(self, state: dict[str, Any], exc: ModelError, outcome: str, mode: str,
                     shown: str | None = None) -> None:
-        """A failed call: the role that was asking failed; the answer model, if the mode has
-        one, has `outcome` (fell_back, or failed when nothing is shown)."""
-        role = state.get("asking")
-        if role == "keywords":
-            self._use(state, "keywords", KEYWORDS_FAILED, failure="call", reason=str(exc))
+        """A failed answer call (or no answer model configured): `outcome` is fell_back, or
+        failed when nothing is shown."""
         if mode in MODEL_MODES:
-            why = str(exc) if role != "keywords" else f"the keywords model failed first: {exc}"
-            fields: dict[str, Any] = {"failure": "call", "reason": why}
+            fields: dict[str, Any] = {"failure": "call", "reason": str(exc)}
             if shown is not None:
                 fields["shown"] = shown
             self._use(state, "answer", outcome, **fields)
@@ -396,7 +394,7 @@ class Chatbot:
         else:
             note = f"{mode} mode failed ({exc}); answered with extract instead"
         result = state.get("result")
-        if result is None:  # the keywords call failed: retrieve with offline keywords
+        if result is None:  # failed before retrieval (no answer model configured): offline keywords
             result = self.retriever.search(question, None)
             state["result"] = result
             state["keywords"] = list(result.keywords)

@@ -377,3 +377,12 @@ def test_keywords_do_not_wait_for_a_busy_model(db, sample_retriever):
     assert still_waiting and answer.governed
     assert answer.answer == extract_answer(db, sample_retriever, SHORT_THYMIC).answer
     assert answer.model_use["keywords"]["outcome"] == "skipped" and "busy" in answer.model_use["keywords"]["reason"]
+
+
+def test_a_failed_keywords_call_costs_only_the_keywords(db, sample_retriever):
+    with OpenAIStub([Reply(status=500), "行: 1"]) as stub:  # the keywords call fails; the answer works
+        answer = ask(stub, db, sample_retriever, THYMIC, "lines", keywords_model="stub-keywords")
+    kw = answer.model_use["keywords"]
+    assert kw["outcome"] == "failed" and "HTTP 500" in kw["reason"]
+    assert answer.mode == "lines" and answer.governed and answer.model_use["answer"]["outcome"] == ANSWERED
+    assert answer.keywords == sample_retriever.search(THYMIC).keywords  # the question's own
