@@ -103,3 +103,38 @@ def test_stub_says_when_its_script_ran_out():
         assert llm.complete("s", "u") == "one"
         with pytest.raises(ModelError, match="no scripted reply left"):
             llm.complete("s", "u")
+
+
+def test_a_streamed_reply_is_the_same_text_and_can_be_stopped():
+    reply = "胸腺腫の治療は手術が中心です。" * 3
+    with OpenAIStub([reply, reply, Reply(reply, finish_reason="length")]) as stub:
+        llm = LLMClient(stub_settings(stub))
+        seen: list[tuple[str, int]] = []
+        whole = llm.chat("s", "u", stream=True, progress=lambda stage, chars: seen.append((stage, chars)))
+        assert (whole.text, whole.finish_reason, whole.stopped, whole.streamed) == (reply, "stop", None, True)
+        assert seen[-1] == ("writing", len(reply)) and [c for _, c in seen] == sorted(c for _, c in seen)
+        cut = llm.chat("s", "u", stream=True, stop_when=lambda text: "enough" if "。" in text else None)
+        assert cut.stopped == "enough" and cut.finish_reason == "stopped" and cut.text.startswith("胸腺腫")
+        assert len(cut.text) < len(reply)
+        assert llm.chat("s", "u", stream=True).finish_reason == "length"
+        assert [r.get("stream") for r in stub.requests] == [True, True, True]
+
+
+def test_a_busy_slot_is_a_model_busy_error_after_the_queue_timeout():
+    import threading
+    import time
+
+    from guiderag.errors import ModelBusyError
+
+    gate = threading.Event()
+    with OpenAIStub([Reply("first", gate=gate, delay_s=10), "second"]) as stub:
+        settings = stub_settings(stub, model_concurrency=1, model_timeout_s=15.0)
+        first = threading.Thread(target=lambda: LLMClient(settings).complete("s", "u"))
+        first.start()
+        while stub.calls == 0:
+            time.sleep(0.01)
+        with pytest.raises(ModelBusyError, match="stayed busy"):
+            LLMClient(settings).chat("s", "u", queue_timeout_s=0.2)
+        gate.set()
+        first.join()
+        assert LLMClient(settings).complete("s", "u") == "second"  # the slot is free again

@@ -45,3 +45,14 @@ def test_bad_environment_exits_2(monkeypatch, capsys):
     monkeypatch.setenv("GUIDERAG_THRESHOLD", "lots")
     assert main(["pages", "--db", "/nonexistent/x.db"]) == 2
     assert "GUIDERAG_THRESHOLD" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value", [
+    ("model_concurrency", -1), ("model_queue_timeout_s", -1.0), ("keywords_queue_timeout_s", -0.5),
+    ("summary_max_factor", 1.0), ("lines_max_tokens", 0), ("answer_max_tokens", 0), ("model_timeout_s", 0.0),
+])
+def test_model_budgets_that_no_run_could_use_are_refused(field, value):
+    from guiderag.errors import InputError
+
+    with pytest.raises(InputError):
+        Settings.load(env={}, **{field: value})
