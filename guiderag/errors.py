@@ -9,7 +9,8 @@ GuideragError
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is locked or corrupt
 │   ├── StoreMissingError (also an InputError: exit 2) no store at --db
-│   └── StoreBusyError    another scrape is writing to the store; nothing was changed
+│   ├── StoreBusyError    another scrape is writing to the store; nothing was changed
+│   └── StoreVersionError the store's schema is newer than this guiderag (or, read-only, older)
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
@@ -61,6 +62,11 @@ class StoreMissingError(StoreError, InputError):
 
 class StoreBusyError(StoreError):
     """Another scrape holds the store's scrape lock; this one changed nothing."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer guiderag (its schema is unknown here), or a
+    read-only open met a schema older than this guiderag's; nothing was changed."""
 
 
 class IndexCorruptError(GuideragError):

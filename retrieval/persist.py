@@ -116,6 +116,29 @@ def _prune(index_dir: Path, keep: str) -> None:
             pass
 
 
+def remove_index(index_dir: Path) -> bool:
+    """Delete the index in `index_dir` (CURRENT, its versions, temporary builds), leaving
+    anything else there (the default guideline's folder holds the other guidelines'
+    folders); the folder itself goes when nothing is left. True when there was one."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        return False
+    found = False
+    for path in [index_dir / "CURRENT", *index_dir.glob("CURRENT.*.tmp")]:
+        if path.exists():
+            path.unlink()
+            found = True
+    for folder in [*index_dir.glob("v-*"), *index_dir.glob("tmp-*")]:
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            found = True
+    try:
+        index_dir.rmdir()  # only when empty
+    except OSError:
+        pass
+    return found
+
+
 def _corrupt(index_dir: Path, what: str) -> IndexCorruptError:
     return IndexCorruptError(
         f"the retrieval index in {index_dir} {what}; run `guiderag index` to rebuild it "
