@@ -79,9 +79,9 @@ def duplicates(spellings: Sequence[Spelling]) -> dict[str, tuple[str, str]]:
         if urls.document_key(s.url) == urls.document_key(target.url) or s.content_hash == target.content_hash:
             dup[s.url] = (target.url, f"duplicate of {target.url} (its rel=canonical link names that page)")
     # A canonical target that is itself a duplicate spells what that one spells.
-    for url, (target, why) in list(dup.items()):
-        if target in dup:
-            dup[url] = (dup[target][0], why)
+    for url, (target_url, why) in list(dup.items()):
+        if target_url in dup:
+            dup[url] = (dup[target_url][0], why)
     groups: dict[tuple[str, str], list[tuple[int, Spelling]]] = {}
     for i, s in enumerate(spellings):
         if s.url not in dup:

@@ -360,8 +360,8 @@ class _LinkCounter(_Extractor):
 
 def _canonical(soup: BeautifulSoup) -> str | None:
     for tag in soup.find_all("link", href=True):
-        rel = tag.get("rel") or []
-        rels = rel.split() if isinstance(rel, str) else list(rel)
+        rel: object = tag.get("rel") or []
+        rels = rel.split() if isinstance(rel, str) else list(rel) if isinstance(rel, (list, tuple)) else []
         if any(str(r).lower() == "canonical" for r in rels):
             href = str(tag.get("href", "")).strip()
             return href or None

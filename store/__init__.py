@@ -6,6 +6,7 @@ removed, and every changed text becomes a new version. A store holds one or more
 guidelines, each page belonging to one; the schema is a list of numbered migrations
 (store.schema).
 """
+from . import schema
 from .pages import (
     FetchedPage,
     Guideline,
