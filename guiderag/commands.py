@@ -58,7 +58,6 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
 def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list[dict[str, Any]]:
     """The `guidelines --json` rows: id, title, TOC URL, pages, last scrape, status, and
     the last `guiderag check` of each (None when never checked)."""
-    from .scraper.check import read_status
     from .store import Store
 
     with Store(settings.db, create=False) as store:
@@ -84,9 +83,20 @@ def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list
                 "status": status, "created_at": g.created_at, "removed_at": g.removed_at,
                 "last_run": ({"id": latest["id"], "status": latest["status"], "message": latest["message"]}
                              if latest is not None else None),
-                "check": read_status(settings.replace(guideline=g.id)),
+                "check": _check_of(settings.replace(guideline=g.id), ok),
             })
     return rows
+
+
+def _check_of(settings: Settings, ok: dict | None) -> dict[str, Any] | None:
+    """The last `guiderag check` of a guideline, with `current`: False once a later scrape
+    has replaced the corpus it compared."""
+    from .scraper.check import read_status
+
+    check = read_status(settings)
+    if check is not None:
+        check["current"] = check.get("last_run_id") == (ok["id"] if ok else None)
+    return check
 
 
 def run_guidelines(args: argparse.Namespace, settings: Settings) -> int:

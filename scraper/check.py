@@ -50,6 +50,7 @@ class CheckResult:
     unchanged: int = 0
     stored_pages: int = 0
     last_scrape: str | None = None
+    last_run_id: int | None = None  # the scrape run compared with: a later one makes this check stale
     age_hours: float | None = None
     max_age_hours: float = 0.0
     error: str | None = None
@@ -106,6 +107,7 @@ def _compare(settings: Settings, toc_url: str | None, result: CheckResult) -> No
         last = store.last_run(guideline=known.id)
         result.stored_pages = len(stored)
         result.last_scrape = (last.get("finished_at") or last.get("started_at")) if last else None
+        result.last_run_id = int(last["id"]) if last else None
         result.age_hours = age_hours(result.last_scrape)
         toc = toc_url or known.toc_url
         if not toc:

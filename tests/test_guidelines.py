@@ -192,3 +192,113 @@ def test_one_guideline_answers_exactly_as_before(fast_env: Path, capsys) -> None
     assert refused["coverage"] == "not_governed" and refused["guideline"]["id"] == "default"
     assert main(["ask", THYMUS_Q]) == 0
     assert "回答したガイドライン" not in capsys.readouterr().out
+
+
+# --- the topic-selection call, with a model configured -------------------------------------
+def _use_model(monkeypatch: pytest.MonkeyPatch, stub) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("GUIDERAG_KEYWORDS_MODEL", "stub-keywords")
+    monkeypatch.setenv("GUIDERAG_MODEL_RETRIES", "0")
+    monkeypatch.setenv("GUIDERAG_MODEL_TIMEOUT_S", "2")
+
+
+def test_a_model_chooses_among_the_stored_guidelines_only(two, capsys, monkeypatch) -> None:
+    """Each ask below makes two calls: the topic selection, then the keywords."""
+    from openai_stub import OpenAIStub, Reply
+
+    with OpenAIStub(["gastric", "食事、切除",  # a stored id: taken
+                     "colon", "胸腺腫、治療",  # not a stored id: the offline choice stands
+                     Reply(status=500), "胸腺腫、治療",  # a failing call: offline too
+                     "none", "神経膠腫"]) as stub:
+        _use_model(monkeypatch, stub)
+        chosen = _json(capsys, ["ask", GASTRIC_Q, "--json"])
+        topic = stub.requests[0]
+        assert topic["model"] == "stub-keywords"
+        listing = topic["messages"][1]["content"]
+        assert "- gastric: 胃がんの本" in listing and "- thymus: 胸腺腫瘍ガイドブック（デモ）" in listing
+        assert GASTRIC_Q in listing
+        assert chosen["routing"]["method"] == "model" and chosen["guideline"]["id"] == "gastric"
+        assert chosen["routing"]["model_reply"] == "gastric" and chosen["routing"]["fell_back"] is None
+
+        other = _json(capsys, ["ask", THYMUS_Q, "--json"])
+        assert other["routing"]["method"] == "offline" and other["guideline"]["id"] == "thymus"
+        assert "named no stored guideline" in other["routing"]["fell_back"]
+
+        failed = _json(capsys, ["ask", THYMUS_Q, "--json"])
+        assert failed["routing"]["method"] == "offline" and failed["guideline"]["id"] == "thymus"
+        assert "failed" in failed["routing"]["fell_back"]
+
+        none = _json(capsys, ["ask", NEITHER_Q, "--json"])
+        assert none["coverage"] == "not_governed" and none["guideline"] is None
+        assert stub.calls == 8
+
+
+def test_one_guideline_never_asks_the_model_for_a_topic(fast_env: Path, capsys, monkeypatch) -> None:
+    from openai_stub import OpenAIStub
+
+    site = thymus_site()
+    with site.serve() as base:
+        assert main(["scrape", base + "/thymus/index.html"]) == 0
+    with OpenAIStub(["胸腺腫、治療"]) as stub:
+        _use_model(monkeypatch, stub)
+        answer = _json(capsys, ["ask", THYMUS_Q, "--json"])
+        assert stub.calls == 1 and "キーワード" in stub.requests[0]["messages"][0]["content"]
+    assert answer["routing"]["method"] == "only" and answer["coverage"] == "governed"
+
+
+def test_parse_topic_takes_one_stored_id_and_nothing_else() -> None:
+    from guiderag.chatbot.routing import parse_topic
+
+    ids = ["gastric", "thymus"]
+    for reply in ("gastric", " Gastric ", "「gastric」", "id: gastric", "ｇａｓｔｒｉｃ。", "`gastric`"):
+        assert parse_topic(reply, ids) == "gastric", reply
+    for reply in ("none", "", "gastric, thymus", "胃がんのガイドライン", "gastric です", "colon"):
+        assert parse_topic(reply, ids) is None, reply
+
+
+# --- evaluation: routing accuracy ------------------------------------------------------------
+def test_eval_reports_routing_accuracy(two, capsys, tmp_path) -> None:
+    from guiderag.eval.workbook import Question, read_results, write_questions
+
+    db, _, _, t_base, g_base = two
+    questions = [
+        Question("G1", GASTRIC_Q, "in_scope", None, g_base + "/gastric/q2.html", []),
+        Question("G2", "ダンピング症候群とは何ですか？", "in_scope", None, "/gastric/q3.html", []),
+        Question("T1", THYMUS_Q, "in_scope", None, t_base + "/thymus/q2.html", []),
+        Question("N1", NEITHER_Q, "out_of_scope", None, None, []),
+    ]
+    book = tmp_path / "q.xlsx"
+    write_questions(questions, book)
+    out = tmp_path / "r.xlsx"
+    summary = _json(capsys, ["eval", str(book), "--out", str(out), "--json"])["summary"]
+    assert summary["routing_accuracy"] == 1.0
+    rows = {r["id"]: r for r in read_results(out)[0]}
+    assert [rows[i]["guideline"] for i in ("G1", "G2", "T1")] == ["gastric", "gastric", "thymus"]
+    # every question made to read the thymus guide: the gastric ones are routed wrong
+    fixed = _json(capsys, ["eval", str(book), "--out", str(tmp_path / "f.xlsx"), "--json", "--guideline", "thymus"])
+    assert fixed["summary"]["routing_accuracy"] == pytest.approx(1 / 3)
+
+
+def test_the_bundled_lung_sample_and_the_gastric_development_site_in_one_store(fast_env: Path, capsys) -> None:
+    """The issue's acceptance: `scrape --sample --guideline lung` beside the gastric
+    development site of ../shared; each question answered from its own guideline."""
+    from guiderag.resources import shared_bench_dir
+    from guiderag.scraper.sample import serve_directory
+
+    root = shared_bench_dir() / "patient-gastric"
+    if not (root / "site" / "gb" / "index.html").is_file():
+        pytest.skip(f"the shared development set is not here ({root})")
+    assert main(["scrape", "--sample", "--guideline", "lung"]) == 0
+    with serve_directory(root / "site") as base:
+        assert main(["scrape", base + "gb/index.html", "--guideline", "gastric"]) == 0
+    rows = {r["id"]: r for r in _json(capsys, ["guidelines", "--json"])["guidelines"]}
+    assert set(rows) == {"gastric", "lung"}
+    assert rows["gastric"]["pages"] == 32 and rows["lung"]["pages"] == 32
+    assert rows["lung"]["toc_url"] == "http://sample-guide.guiderag.invalid/guide/index.html"
+    gastric = _json(capsys, ["ask", "胃を切除したあとの食事で気をつけることは？", "--json"])
+    assert gastric["coverage"] == "governed" and gastric["guideline"]["id"] == "gastric"
+    assert all("/gb/" in p["url"] for p in gastric["passages"])
+    thymic = _json(capsys, ["ask", "胸腺腫瘍にはどのような治療法がありますか？", "--json"])
+    assert thymic["coverage"] == "governed" and thymic["guideline"]["id"] == "lung"
+    assert all("sample-guide.guiderag.invalid" in p["url"] for p in thymic["passages"])

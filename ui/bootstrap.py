@@ -88,7 +88,8 @@ def store_status(settings: Settings) -> StoreStatus:
                 continue
             last = store.last_run(guideline=g.id)
             scraped = (last.get("finished_at") or last.get("started_at")) if last else None
-            guidelines.append(_guideline_status(settings, g.id, g.title, g.toc_url, counts[g.id], scraped))
+            guidelines.append(_guideline_status(settings, g.id, g.title, g.toc_url, counts[g.id], scraped,
+                                                int(last["id"]) if last else None))
     return StoreStatus(
         pages=int(pages),
         toc_url=run["toc_url"] if run else None,
@@ -99,7 +100,7 @@ def store_status(settings: Settings) -> StoreStatus:
 
 
 def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | None, pages: int,
-                      scraped: str | None) -> GuidelineStatus:
+                      scraped: str | None, run_id: int | None) -> GuidelineStatus:
     """A guideline's sidebar status, with the warning its last check or its age calls for."""
     from guiderag.scraper.check import DIVERGED, FAILED, TOO_OLD, age_hours, read_status
 
@@ -107,8 +108,8 @@ def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | N
     warning, checked_at = None, None
     if check is not None:
         checked_at = check.get("checked_at")
-        # a scrape after the check has brought the corpus up to date since
-        if check.get("status") in (DIVERGED, TOO_OLD, FAILED) and (not scraped or str(checked_at) >= scraped):
+        # a check of an earlier scrape says nothing of the corpus a later scrape stored
+        if check.get("status") in (DIVERGED, TOO_OLD, FAILED) and check.get("last_run_id") == run_id:
             warning = str(check["status"])
     age = age_hours(scraped)
     if warning is None and settings.max_age_hours > 0 and age is not None and age > settings.max_age_hours:
