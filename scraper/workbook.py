@@ -32,6 +32,9 @@ HOW_TO_REVIEW = (
     "To correct it, change include (or category) and scrape again with --urls-xlsx pointing at this file: "
     "your edits win, and stay in force on later scrapes.",
     "To add a page the table of contents does not link, add a row with its url and include TRUE.",
+    "Learnt by fetching: 'index' = a page that is only a list of links to guide pages (set include TRUE to "
+    "keep it anyway); 'duplicate' = another spelling of a page listed above (query string, #fragment, "
+    "rel=canonical), with the page it resolved to in the reason.",
     "Categories: " + ", ".join(urls.CATEGORIES) + ".",
 )
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "○", "はい", "対象"})
