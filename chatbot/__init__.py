@@ -2,8 +2,9 @@
 
 Public surface (ARCHITECTURE.md): `Chatbot(settings, retriever=None, llm=None).ask(question,
 mode=None) -> Answer` (one guideline); `Library(settings).ask(question, mode=None,
-guideline="auto") -> Answer` (routes to one guideline of the store, then asks its Chatbot); `LLMClient(settings).complete(system, user, **params) -> str`;
-`AuditLog(conn)` with `export_xlsx(path)` and `gaps()`.
+guideline="auto") -> Answer` (routes to one guideline of the store, then asks its Chatbot);
+`LLMClient(settings).complete(system, user, **params) -> str`; `AuditLog(conn)` with
+`export_xlsx(path)` and `gaps()`.
 """
 from __future__ import annotations
 
