@@ -113,16 +113,17 @@ class BenchReport:
 
 
 @contextlib.contextmanager
-def _workdir(path: Path | None) -> Iterator[tuple[Path, bool]]:
+def workdir_for(path: Path | None, prefix: str = "guiderag-devbench-") -> Iterator[tuple[Path, bool]]:
+    """The given folder (kept), else a temporary one (removed): (folder, kept)."""
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)
         yield path, True
         return
-    with tempfile.TemporaryDirectory(prefix="guiderag-devbench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         yield Path(tmp), False
 
 
-def _fresh_store(settings: Settings) -> None:
+def fresh_store(settings: Settings) -> None:
     """Remove the store (and its index) an earlier devbench left in the work folder."""
     for suffix in ("", "-wal", "-shm", "-journal"):
         p = settings.db.with_name(settings.db.name + suffix)
@@ -166,11 +167,11 @@ def run_devbench(
         why = "--limit" if limit else "GUIDERAG_DEVBENCH_SAMPLE"
         sampled = f"a deterministic sample of {len(chosen)} of {len(all_questions)} ({why})"
 
-    with _workdir(workdir) as (work, keep):
+    with workdir_for(workdir) as (work, keep):
         site = work / SITE_DIR
         toc = jsquad.build_site(inside, site)
         base = settings.replace(db=work / DB_NAME, delay_s=0.0, urls_xlsx=work / "urls.xlsx")
-        _fresh_store(base)
+        fresh_store(base)
         write_questions(chosen, work / "questions.xlsx")
         log(f"devbench: {len(inside)} articles on the site, {len(outside)} held back; {len(chosen)} questions")
         with serve_directory(site) as root:

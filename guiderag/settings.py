@@ -102,6 +102,20 @@ class Settings:
     # patient's verb is rarely the topic, a noun the guideline never uses often is.
     # Relative to the unseen idf, after verb_weight. Measured on the sample patient set.
     unknown_verb_weight: float = 0.5
+    # ours: a question word the corpus never uses weighs by how specific it is in general
+    # Japanese (wordfreq's Zipf scale, retrieval.specificity): fully at or below
+    # specific_rare_zipf, specific_min_weight at or above specific_common_zipf, linear in
+    # between; so 髪 or 戻る (everyday words) hardly count against a question, 白血病 fully.
+    # specific_min_weight 1 turns it off.
+    specific_rare_zipf: float = 3.5
+    specific_common_zipf: float = 5.0
+    specific_min_weight: float = 0.1
+    # ours: query-side expansions (retrieval.expansion), each weighed below an exact match:
+    # the patient table (data/patient_terms.tsv, or this file) and the Sudachi synonym
+    # dictionary (for words the corpus never uses); 0 turns one off.
+    patient_table: Path | None = None
+    patient_table_weight: float = 0.8
+    synonym_dict_weight: float = 0.6
     # analyzer: also emit the words inside a compound (胸腺腫 -> 胸, 腺腫) as terms.
     compound_parts: bool = True
     # ours: a score is (share of the question's idf mass found, BM25-saturated) ** this, so
@@ -216,6 +230,10 @@ class Settings:
             raise InputError("backoff_s and split_lines_over_chars must be >= 0")
         if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):
             raise InputError("bigram_weight and page_weight must be between 0 and 1")
+        if not (0.0 <= self.patient_table_weight <= 1.0 and 0.0 <= self.synonym_dict_weight <= 1.0
+                and 0.0 <= self.specific_min_weight <= 1.0):
+            raise InputError("patient_table_weight, synonym_dict_weight and specific_min_weight must be "
+                             "between 0 and 1 (0 turns an expansion off, 1 the specificity weighting)")
         if not 0.0 <= self.span_weight <= 1.0:
             raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
