@@ -150,9 +150,20 @@ class Chatbot:
         pipeline, which stays as published."""
         if self.settings.min_line_coverage <= 0 or result.pipeline == PROTOCOL:
             return None
-        # The retriever's own query weights (verbs and unseen compounds count less than nouns).
-        weights = self.retriever.query_weights(question, result.keywords)
-        return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        # The retriever's own query slots: weights (verbs, unseen compounds and everyday words
+        # count less than topic nouns) and expansions. Keywords may only add evidence: the
+        # better of the question's coverage alone and with the keywords' known terms.
+        slots = self._slots(question, result)
+        if not slots:
+            weights = self.retriever.query_weights(question, result.keywords)
+            return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        return max(line_coverage(question, result.passages, self._analyze(), slots=s) for s in slots)
+
+    def _slots(self, question: str, result: RetrievalResult) -> list[Any]:
+        """The retriever's query slots (question alone, then with keywords), or [] when it
+        has none (a retriever without query_slots)."""
+        query_slots = getattr(self.retriever, "query_slots", None)
+        return list(query_slots(question, result.keywords)) if query_slots is not None else []
 
     def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
         data = result.to_json()
@@ -183,6 +194,7 @@ class Chatbot:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
             self._analyze(), self._idf(), heading_max_chars=self.settings.heading_max_chars,
+            slots=(self._slots(question, result) or [None])[-1],
         )
         if not text:
             return self._refusal(question, EXTRACT, result, rjson, error=error)

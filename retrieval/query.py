@@ -71,6 +71,35 @@ class Query:
         return None
 
 
+_HONORIFIC = ("お", "ご", "御")
+
+
+def lookup_forms(term: Term) -> list[str]:
+    """The spellings of a term to look up in the general frequency table, which was cut
+    into words by another dictionary: the lemma, the surface, the surface in the other
+    kana, and without the honorific prefix (お酒 is listed as お + 酒, so as 酒)."""
+    forms = [term.text, term.surface]
+    for form in (term.text, term.surface):
+        if form.startswith(_HONORIFIC) and len(form) > 1:
+            forms.append(form[1:])
+    forms += [_other_kana(f) for f in list(forms)]
+    return list(dict.fromkeys(f for f in forms if f))
+
+
+def _other_kana(text: str) -> str:
+    """Hiragana as katakana and katakana as hiragana (さらさら / サラサラ)."""
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if 0x3041 <= c <= 0x3096:
+            out.append(chr(c + 0x60))
+        elif 0x30A1 <= c <= 0x30F6:
+            out.append(chr(c - 0x60))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 class QueryBuilder:
     """Builds Query objects against one index vocabulary."""
 
@@ -124,7 +153,7 @@ class QueryBuilder:
         s = self.settings
         if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
             return 1.0
-        return weight_of_zipf(zipf(term.text, term.surface), s.specific_rare_zipf, s.specific_common_zipf,
+        return weight_of_zipf(zipf(*lookup_forms(term)), s.specific_rare_zipf, s.specific_common_zipf,
                               s.specific_min_weight)
 
     # -- building -----------------------------------------------------------------
