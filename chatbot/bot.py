@@ -176,10 +176,14 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from guiderag.retrieval.keywords import keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import guide_terms_prompt, keyword_prompt, parse_keywords
 
-        count = self.settings.keyword_count
-        system, user = keyword_prompt(question, count)
+        if self.settings.pipeline == PROTOCOL:  # the published prompt
+            count = self.settings.keyword_count
+            system, user = keyword_prompt(question, count)
+        else:  # the guideline's words for the question; they may only add evidence
+            count = self.settings.model_terms
+            system, user = guide_terms_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
         reply = self.llm.complete(
             system, user, role="keywords", temperature=gen.TEMPERATURE, max_tokens=KEYWORDS_MAX_TOKENS, n=1

@@ -73,20 +73,42 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
-    """Build, serve and scrape the JSQuAD site; evaluate each pipeline and mode; print one table."""
-    from .devbench import run_devbench as bench
+SUITES = ("jsquad", "patient", "all")
 
-    report = bench(
-        settings,
-        pipelines=_list(args.pipelines, "pipelines"),
-        modes=_list(args.modes, "modes"),
-        bench_dir=args.bench_dir,
-        limit=args.limit,
-        workdir=args.workdir,
-    )
+
+def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
+    """The dev benchmarks (--suite jsquad|patient|all): build or serve each site, scrape it,
+    evaluate, print the tables and the refusal curves."""
+    suite = getattr(args, "suite", None) or "all"
+    if suite not in SUITES:
+        raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
+    workdir = args.workdir
+    out: dict[str, Any] = {}
+    texts: list[str] = []
+    if suite in ("jsquad", "all"):
+        from .devbench import run_devbench as bench
+
+        report = bench(
+            settings,
+            pipelines=_list(args.pipelines, "pipelines"),
+            modes=_list(args.modes, "modes"),
+            bench_dir=args.bench_dir,
+            limit=args.limit,
+            workdir=workdir / "jsquad" if workdir is not None and suite == "all" else workdir,
+        )
+        out["jsquad"] = report.to_json()
+        texts.append(report.table())
+    if suite in ("patient", "all"):
+        from .patient import run_patient_suite
+
+        patient = run_patient_suite(
+            settings, bench_dir=getattr(args, "patient_dir", None),
+            workdir=workdir / "patient" if workdir is not None and suite == "all" else workdir,
+        )
+        out["patient"] = patient.to_json()
+        texts.append(patient.text())
     if getattr(args, "json", False):
-        _print_json(report.to_json())
+        _print_json(out if suite == "all" else next(iter(out.values())))
     else:
-        print(report.table())
+        print("\n\n".join(texts))
     return 0

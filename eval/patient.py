@@ -24,6 +24,7 @@ from guiderag.errors import InputError
 from guiderag.resources import shared_bench_dir
 
 from .workbook import IN_SCOPE, OUT_OF_SCOPE, Question
+from .workdir import fresh_store, workdir_for
 
 SUITE_DIR = "patient-gastric"
 IN_CATEGORIES = ("lay", "mixed", "formal")
@@ -99,6 +100,23 @@ def outcomes(rows: Sequence[dict], categories: dict[str, str]) -> list[Outcome]:
     return out
 
 
+def apply_gate(rows: Sequence[dict], gate: float) -> list[dict]:
+    """Rows of a run answered with CURVE_RUN_GATE as the configured gate would have left
+    them: an answer whose line coverage is below `gate` becomes a refusal (a miss)."""
+    out = []
+    for row in rows:
+        cov = ((row.get("json") or {}).get("retrieval") or {}).get("line_coverage")
+        if row.get("governed") and cov is not None and float(cov) < gate - 1e-12:
+            row = dict(row, governed=False, refused=True, verbatim=None, answer_chars=None)
+            if "gold_hit" in row:
+                row["gold_hit"] = False
+            for key in ("rouge_l_p", "rouge_l_r", "rouge_l_f1", "token_p", "token_r", "token_f1"):
+                if key in row:
+                    row[key] = 0.0
+        out.append(row)
+    return out
+
+
 def answered(o: Outcome, gate: float) -> bool:
     if not o.retrieved:
         return False
@@ -120,8 +138,10 @@ def score_at(items: Iterable[Outcome], gate: float, order: Sequence[str] = ()) -
     """Per category (and 'in scope', 'out of scope'), the shares at one gate value."""
     groups: dict[str, list[Outcome]] = {}
     for o in items:
-        groups.setdefault(o.category, []).append(o)
-        groups.setdefault("in scope" if o.in_scope else "out of scope", []).append(o)
+        whole = "in scope" if o.in_scope else "out of scope"
+        if o.category != whole:
+            groups.setdefault(o.category, []).append(o)
+        groups.setdefault(whole, []).append(o)
     table: dict[str, CategoryScore] = {}
     names = [*order, *[k for k in groups if k not in order]]
     for name in names:
@@ -219,7 +239,6 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
     from guiderag import retrieval, scraper
     from guiderag.scraper.sample import serve_directory
 
-    from .devbench import fresh_store, workdir_for
     from .runner import run_questions
 
     log = log or (lambda msg: print(msg, file=sys.stderr))

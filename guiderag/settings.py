@@ -70,6 +70,8 @@ class Settings:
     reference_chars: int = 4096
     synonyms: Path | None = None  # TSV of patient words <-> guideline words
     keyword_count: int = 2
+    # ours, with a keywords model: at most this many guideline terms asked of it.
+    model_terms: int = 5
     # ours: a passage is a window of about this many characters of lines under a heading
     # (windows overlap by half), scored together with the page title and heading.
     passage_chars: int = 300
