@@ -94,21 +94,30 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
             modes=_list(args.modes, "modes"),
             bench_dir=args.bench_dir,
             limit=args.limit,
-            workdir=workdir / "jsquad" if workdir is not None and suite == "all" else workdir,
+            workdir=workdir,
         )
         out["jsquad"] = report.to_json()
         texts.append(report.table())
     if suite in ("patient", "all"):
-        from .patient import run_patient_suite
+        from .patient import run_patient_suite, suite_dir
 
-        patient = run_patient_suite(
-            settings, bench_dir=getattr(args, "patient_dir", None),
-            workdir=workdir / "patient" if workdir is not None and suite == "all" else workdir,
-        )
-        out["patient"] = patient.to_json()
-        texts.append(patient.text())
+        try:
+            folder = suite_dir(getattr(args, "patient_dir", None))
+        except InputError as exc:
+            if suite == "patient":
+                raise
+            out["patient"] = {"skipped": str(exc)}
+            texts.append(f"patient suite skipped: {exc}")
+        else:
+            patient = run_patient_suite(
+                settings, bench_dir=folder, limit=args.limit,
+                workdir=workdir / "patient" if workdir is not None and suite == "all" else workdir,
+            )
+            out["patient"] = patient.to_json()
+            texts.append(patient.text())
     if getattr(args, "json", False):
-        _print_json(out if suite == "all" else next(iter(out.values())))
+        # all: the JSQuAD report's fields as before, the patient suite's under "patient"
+        _print_json({**out["jsquad"], "patient": out["patient"]} if suite == "all" else next(iter(out.values())))
     else:
         print("\n\n".join(texts))
     return 0

@@ -230,8 +230,18 @@ def suite_report(name: str, rows: Sequence[dict], categories: dict[str, str], ga
                        score_at(items, gate, order), curve(items, sweep, order))
 
 
+def spread(questions: Sequence[PatientQuestion], limit: int | None) -> list[PatientQuestion]:
+    """At most `limit` questions, spread evenly over the file (every category is kept)."""
+    if not limit or limit >= len(questions):
+        return list(questions)
+    if limit <= 0:
+        raise InputError(f"--limit must be a positive number of questions, not {limit}")
+    step = len(questions) / limit
+    return [questions[int(i * step)] for i in range(limit)]
+
+
 def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: Path | None = None,
-                      log: Any = None) -> SuiteReport:
+                      limit: int | None = None, log: Any = None) -> SuiteReport:
     """Serve, scrape, ask, score: the patient suite's report (see the module docstring)."""
     import io
     import sys
@@ -243,7 +253,7 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
     path = suite_dir(bench_dir)
-    questions = load_questions(path)
+    questions = spread(load_questions(path), limit)
     with workdir_for(workdir, "guiderag-patient-") as (work, keep):
         base = settings.replace(db=work / "patient.db", delay_s=0.0, urls_xlsx=work / "patient-urls.xlsx",
                                 progress=False)

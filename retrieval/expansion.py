@@ -45,7 +45,7 @@ SUDACHI_FILE = "synonyms.txt"
 
 # Content words of a patient expression may stand this many tokens apart in a question
 # (髪が抜ける / 髪の毛が抜ける; 胃を半分とる), never across punctuation.
-PHRASE_GAP = 2
+PHRASE_GAP = 3
 
 PATIENT, SUDACHI = "patient table", "sudachi synonyms"
 

@@ -30,9 +30,12 @@ from typing import Callable, Sequence
 from guiderag.settings import Settings
 
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
-from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms
+from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .specificity import weight_of_zipf, zipf
-from .tokens import Term
+from .tokens import PREFIX, Term
+
+# Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
+SUDACHI_SPAN = 3
 
 # single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
 _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
@@ -253,18 +256,45 @@ class QueryBuilder:
                     for x in covered:
                         if x.alternatives.get(target, 0.0) < s.patient_table_weight:
                             x.alternatives[target] = s.patient_table_weight
-                    expansions.append(Expansion(source, target, s.patient_table_weight, PATIENT,
+                    _note(expansions, Expansion(source, target, s.patient_table_weight, PATIENT,
                                                 tuple(x.term for x in covered)))
         if self.sudachi is not None and s.synonym_dict_weight > 0:
-            for x in list(slots.values()):
-                if x.term in self.vocab or x.alternatives or x.kind in (PROPER, SYNONYM):
+            self._sudachi(tokens, slots, expansions)
+
+    def _sudachi(self, tokens: list, slots: dict[str, Slot], expansions: list[Expansion]) -> None:
+        """Sudachi's synonyms for the words of the question the corpus never uses: every run
+        of up to SUDACHI_SPAN tokens inside a word group (お産 of お産のあと -> 御産後) is
+        looked up, by surface and by lemmas; a corpus word of its groups becomes an
+        alternative of the unknown terms that contain it."""
+        lam = self.settings.synonym_dict_weight
+        unknown = [x for x in slots.values()
+                   if x.term not in self.vocab and not x.alternatives and x.kind not in (PROPER, SYNONYM)]
+        if not unknown:
+            return
+        for i in range(len(tokens)):
+            for j in range(i + 1, min(len(tokens), i + SUDACHI_SPAN) + 1):
+                span = tokens[i:j]
+                if not all(is_content(t) or t.kind == PREFIX for t in span):
+                    break
+                surface = "".join(t.surface for t in span)
+                words = self.sudachi.synonyms(surface) or self.sudachi.synonyms("".join(t.form for t in span))
+                if not words:
                     continue
-                for word in dict.fromkeys((x.term, x.surface)):
-                    for other in self.sudachi.synonyms(word):
-                        target = self.target_term(other, complete=False)
-                        if target is None or target == x.term:
-                            continue
-                        if x.alternatives.get(target, 0.0) < s.synonym_dict_weight:
-                            x.alternatives[target] = s.synonym_dict_weight
-                            expansions.append(Expansion(x.surface or x.term, target, s.synonym_dict_weight,
-                                                        SUDACHI, (x.term,)))
+                holders = [x for x in unknown if surface in x.surface or surface == x.term]
+                if not holders:
+                    continue
+                own = {surface, "".join(t.form for t in span)}
+                for other in words:
+                    target = self.target_term(other, complete=False)
+                    if target is None or target in own:
+                        continue
+                    for x in holders:
+                        if target != x.term and x.alternatives.get(target, 0.0) < lam:
+                            x.alternatives[target] = lam
+                            _note(expansions, Expansion(surface, target, lam, SUDACHI, (x.term,)))
+
+
+def _note(expansions: list[Expansion], e: Expansion) -> None:
+    """Add an expansion unless the same source already reaches the same target."""
+    if not any(x.source == e.source and x.target == e.target and x.origin == e.origin for x in expansions):
+        expansions.append(e)
