@@ -1,27 +1,36 @@
 """The default pipeline: passages scored with BM25 weights fitted once at index time.
 
-For a passage x (a window of lines under its heading, headed by its page's title),
-each channel (MeCab terms; character bigrams) gives
+A question is a list of slots (retrieval.query): one per distinct term, each with a query
+weight q(s) (nouns 1, verb/adjective lemmas settings.verb_weight, a compound never seen
+settings.unknown_compound_weight, a verb never seen settings.unknown_verb_weight more;
+for a word the corpus never uses, times its specificity in general Japanese,
+retrieval.specificity) and alternatives A(s): the corpus terms that count as finding it,
+each with a weight lambda(a) <= 1 (the term itself 1; a corpus term a compound cut short by
+MeCab begins 1, 高額療養 -> 高額療養費制度; the expansions of retrieval.expansion below 1: the
+patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩). A slot's idf I(s) is its
+term's idf when the corpus has the term, else the best idf of its known alternatives, else
+the idf of an unseen term times settings.unknown_term_weight. For a passage x (a window of
+lines under its heading, headed by its page's title), each channel gives
 
-    c(x) = sum over query terms t found in x of q(t) * idf(t) * w(t, x)
-           / sum over ALL query terms of q(t) * idf(t)
+    c(x) = sum over slots s of q(s) * I(s) * max over a in A(s) of lambda(a) * w(a, x)
+           / sum over ALL slots of q(s) * I(s)
 
 with w the BM25-saturated frequency scaled to [0, 1] (k1 = 0.5: close to "is the term
-there") and q a query weight (nouns 1, verb/adjective lemmas settings.verb_weight, a
-compound never seen in the corpus settings.unknown_compound_weight, a verb never seen
-settings.unknown_verb_weight more). A compound never seen that begins a corpus term is
-that term (MeCab cut the question short: 高額療養費って -> 高額療養 + a verb; the corpus has
-高額療養費制度). Questions are read with Analyzer.query_analysis:
-question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が) are no
-terms, so they neither dilute nor inflate the score. The denominator
-counts question terms that occur nowhere in the corpus (at the idf of an unseen term),
-so a question about something the guideline never mentions scores low even when its
-common words match: that is the refusal signal. The channels are mixed,
+there"; 0 where x lacks a). Questions are read with Analyzer.query_tokens:
+question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が, the counter
+of 何日) are no terms, so they neither dilute nor inflate the score. The denominator
+counts slots found nowhere in the corpus (at the unseen idf), so a question about
+something the guideline never mentions scores low even when its common words match: that
+is the refusal signal; an everyday word (髪, 戻る, お金) the guideline does not use weighs
+little there, a specific one (白血病, 漢方) fully. The character-bigram channel is the same
+with one slot per bigram of the question's content spans (alternatives: itself; a span
+whose term the corpus never uses gives the bigrams of its best alternative, or its own at
+its specificity). The channels are mixed,
 
     c(x) = (1 - bigram_weight) * c_terms(x) + bigram_weight * c_bigrams(x),
 
-and so are p(x), the same shares counting presence only (w = 1 for a term found), for the
-window and for each of its line spans (the title, the heading and one line,
+and so are p(x), the same shares counting presence only (w = 1 for an alternative found),
+for the window and for each of its line spans (the title, the heading and one line,
 retrieval.passages.line_spans). The best span gives the share of the window's matched
 terms that also meet on one line, r = min(1, max over its spans p(span) / p(window)), and
 
@@ -34,6 +43,10 @@ span never raises a passage, so the threshold keeps its meaning. The result is
 (optionally mixed with the page's own score, settings.page_weight, 0 by default) in
 [0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about 45% of the
 question's (saturated) idf mass is found, which measured as a good cut on JSQuAD.
+
+Keywords (a model's terms) may only add evidence: the question is scored alone and with
+the keywords' slots that the corpus knows added, and each passage keeps the better score
+(a keyword found nowhere is left out and listed in the notes).
 
 The reference takes the best passages above the threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
