@@ -32,7 +32,7 @@ from guiderag.settings import Settings
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .specificity import weight_of_zipf, zipf
-from .tokens import PREFIX, Term
+from .tokens import PREFIX, SUFFIX, Term
 
 # Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
 SUDACHI_SPAN = 3
@@ -211,15 +211,16 @@ class QueryBuilder:
                 continue
             self._merge(slots, slot)
         for span in analysis.spans:
-            slot = next((x for x in local.values() if x.surface == span or x.term == span), None)
+            found = next((x for x in local.values() if x.surface == span or x.term == span), None)
             weight = 1.0
-            if slot is not None and slot.term not in vocab:
-                if slot.alternatives:
-                    span = max(slot.alternatives, key=lambda a: (slot.alternatives[a], self.idf(a)))
+            if found is not None and found.term not in vocab:
+                alts = found.alternatives
+                if alts:
+                    span = max(alts, key=lambda a: (alts[a], self.idf(a)))
                 else:
                     if known_only:
                         continue
-                    weight = slot.specificity
+                    weight = found.specificity
             for gram in char_bigrams([span]):
                 if bigrams.get(gram, 0.0) < weight:
                     bigrams[gram] = weight
@@ -245,10 +246,11 @@ class QueryBuilder:
                 source = "".join(t.surface for t in tokens[match.positions[0] : match.positions[-1] + 1])
                 covered = [x for x in slots.values()
                            if any(sf in x.surface or x.surface in sf for sf in surfaces if x.surface)]
+                own = {tokens[i].form for i in match.positions} | {"".join(tokens[i].form for i in match.positions)}
                 for target_word in match.targets:
                     target = self.target_term(target_word, complete=True)
-                    if target is None:
-                        continue
+                    if target is None or target in own:
+                        continue  # not in this guideline, or the question's own word
                     if not covered:
                         # the phrase's words are no terms (抜ける): the phrase is a slot of its own
                         covered = [Slot(source, s.verb_weight, {}, source, VERB)]
@@ -267,8 +269,14 @@ class QueryBuilder:
         looked up, by surface and by lemmas; a corpus word of its groups becomes an
         alternative of the unknown terms that contain it."""
         lam = self.settings.synonym_dict_weight
+        sudachi = self.sudachi
+        if sudachi is None:
+            return
+        known_parts = [x.surface for x in slots.values() if x.alternatives and x.surface]
         unknown = [x for x in slots.values()
-                   if x.term not in self.vocab and not x.alternatives and x.kind not in (PROPER, SYNONYM)]
+                   if x.term not in self.vocab and not x.alternatives and x.kind not in (PROPER, SYNONYM)
+                   # a compound whose word the corpus knows is found through that word already
+                   and not any(p != x.surface and p in x.surface for p in known_parts)]
         if not unknown:
             return
         for i in range(len(tokens)):
@@ -276,11 +284,20 @@ class QueryBuilder:
                 span = tokens[i:j]
                 if not all(is_content(t) or t.kind == PREFIX for t in span):
                     break
+                if all(t.kind in (PREFIX, SUFFIX) for t in span):
+                    continue  # an affix alone (病 of 糖尿病) is no word of the question
                 surface = "".join(t.surface for t in span)
-                words = self.sudachi.synonyms(surface) or self.sudachi.synonyms("".join(t.form for t in span))
+                words = sudachi.synonyms(surface) or sudachi.synonyms("".join(t.form for t in span))
                 if not words:
                     continue
-                holders = [x for x in unknown if surface in x.surface or surface == x.term]
+                # the word with its affixes (お産のあと: お + 産 + 後) must be the whole term
+                lo, hi = i, j
+                while lo > 0 and tokens[lo - 1].kind == PREFIX:
+                    lo -= 1
+                while hi < len(tokens) and tokens[hi].kind == SUFFIX:
+                    hi += 1
+                whole = {"".join(t.surface for t in tokens[a:b]) for a in range(lo, i + 1) for b in range(j, hi + 1)}
+                holders = [x for x in unknown if x.surface in whole or x.term == surface]
                 if not holders:
                     continue
                 own = {surface, "".join(t.form for t in span)}
