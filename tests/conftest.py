@@ -34,3 +34,14 @@ def fast_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     db = tmp_path / "cli.db"
     monkeypatch.setenv("GUIDERAG_DB", str(db))
     return db
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in this process, as at a terminal. A shell starting
+    pytest in the background (`cmd &` without job control) hands it SIGINT ignored."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
