@@ -45,3 +45,20 @@ def sigint_raises():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def scraped_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample scraped and indexed once per session, in a clean environment.
+    Tests copy it (storekit.copy_store) before they change anything."""
+    import os
+
+    from guiderag.cli import main
+
+    db = tmp_path_factory.mktemp("scraped-sample") / "guide.db"
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
+    try:
+        assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
+    finally:
+        os.environ.update(saved)
+    return db

@@ -12,6 +12,7 @@ hide a change.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -49,3 +50,10 @@ def index_of(db: Path) -> dict[str, Any]:
 def runs_of(db: Path) -> list[tuple]:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT id, status, message FROM runs ORDER BY id").fetchall()
+
+
+def copy_store(db: Path, target: Path) -> Path:
+    """A copy of a closed store file and its index folder (its WAL was checkpointed on close)."""
+    shutil.copyfile(db, target)
+    shutil.copytree(db.with_name(db.name + ".index"), target.with_name(target.name + ".index"))
+    return target

@@ -7,7 +7,6 @@ good store, the sample guideline scraped and indexed.
 from __future__ import annotations
 
 import random
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -17,27 +16,14 @@ from guiderag.cli import main
 from guiderag.errors import StoreAccessError, StoreError, StoreMissingError
 from guiderag.settings import Settings
 from guiderag.store import Store
-from storekit import index_of
+from storekit import copy_store, index_of
 
 QUESTION = "胸腺腫瘍にはどのような治療法がありますか？"
 
 
-@pytest.fixture(scope="module")
-def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("good") / "guide.db"
-    assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
-    return db
-
-
-def _copy(good: Path, target: Path) -> Path:
-    shutil.copyfile(good, target)  # the scrape ended: its WAL is checkpointed into the file
-    shutil.copytree(good.with_name(good.name + ".index"), target.with_name(target.name + ".index"))
-    return target
-
-
 @pytest.fixture
-def damaged(good_store: Path, fast_env: Path) -> Path:
-    db = _copy(good_store, fast_env)
+def damaged(scraped_sample: Path, fast_env: Path) -> Path:
+    db = copy_store(scraped_sample, fast_env)
     data = bytearray(db.read_bytes())
     assert len(data) > 8192 + 16384
     data[8192:8192 + 16384] = random.Random(20261201).randbytes(16384)
@@ -104,13 +90,13 @@ def test_the_apps_status_line_on_a_damaged_store(damaged: Path) -> None:
     assert str(damaged) in str(info.value) and "\n" not in str(info.value)
 
 
-def test_a_failed_write_of_the_audit_log_is_one_store_error(good_store: Path, fast_env: Path) -> None:
+def test_a_failed_write_of_the_audit_log_is_one_store_error(scraped_sample: Path, fast_env: Path) -> None:
     """SQLite refuses the audit row (the connection is read-only): no answer without its
     audit row, and the error is one StoreError line saying what to check."""
     from guiderag.chatbot import Chatbot
     from storekit import audit_of
 
-    db = _copy(good_store, fast_env)
+    db = copy_store(scraped_sample, fast_env)
     settings = Settings.load(env={}, db=db, progress=False)
     before = audit_of(db)
     with Store(db, create=False) as store, Chatbot(settings, store=store) as bot:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import zipfile
 from pathlib import Path
@@ -15,26 +14,18 @@ from guiderag.cli import main
 from guiderag.redact import redact, redact_url
 from openai_stub import OpenAIStub, Reply
 from sitekit import Site, html_page, toc_html
+from storekit import copy_store
 
 SECRET = "S3cr3tPa55"
 QUESTION = "胸腺腫瘍にはどのような治療法がありますか？"
 
 
-@pytest.fixture(scope="module")
-def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("sample") / "guide.db"
-    assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
-    return db
-
-
 @pytest.fixture
-def store(sample_store: Path, fast_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def store(scraped_sample: Path, fast_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in list(os.environ):
         if key.startswith("OPENAI_"):
             monkeypatch.delenv(key)
-    shutil.copyfile(sample_store, fast_env)
-    shutil.copytree(sample_store.with_name(sample_store.name + ".index"), fast_env.with_name(fast_env.name + ".index"))
-    return fast_env
+    return copy_store(scraped_sample, fast_env)
 
 
 def _everything_written(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
