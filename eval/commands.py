@@ -49,12 +49,18 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("--out is the question workbook itself: choose another file for the results")
     questions = read_questions(args.questions)
 
-    from .runner import run_questions
+    from .runner import EvalInterrupted, run_questions
 
     try:
         outcome = run_questions(settings, questions, args.out, mode=args.mode)
-    except KeyboardInterrupt:
-        print(f"guiderag: interrupted: the questions done so far are in {args.out} (marked partial)", file=sys.stderr)
+    except EvalInterrupted as exc:
+        if exc.written:
+            print(f"guiderag: interrupted: the {exc.done} of {exc.total} questions done so far are in "
+                  f"{args.out} (marked partial)", file=sys.stderr)
+        else:
+            older = (f"; {args.out} is an earlier run's and was left untouched" if args.out.exists() else "")
+            print(f"guiderag: interrupted before any question was answered: no results were written{older}",
+                  file=sys.stderr)
         raise
     if as_json:
         _print_json({"out": str(args.out), "questions": outcome.total,

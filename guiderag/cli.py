@@ -8,13 +8,18 @@ Exit codes (../shared/CONTRACT.md): 0 success, 2 bad usage or input, 1 other fai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .errors import GuideragError
+from .redact import redact
 from .settings import MODES, PIPELINES, Settings
+from .streams import pipe_safe_streams
 
 # command -> (module, function); each function is `(args, settings) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -120,7 +125,34 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+SIGINT_EXIT = 128 + signal.SIGINT
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its clean-up runs (the run is marked aborted,
+    temporary files go, partial results are written) instead of the process just vanishing."""
+    raise KeyboardInterrupt("SIGTERM")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with pipe_safe_streams(), _sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -131,13 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return int(func(args, settings) or 0)
     except GuideragError as exc:
-        print(f"guiderag: error: {exc}", file=sys.stderr)
+        print(f"guiderag: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("guiderag: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = str(exc) == "SIGTERM"
+        print("guiderag: interrupted" + (" (SIGTERM)" if terminated else ""), file=sys.stderr)
+        return SIGTERM_EXIT if terminated else SIGINT_EXIT
     except BrokenPipeError:
-        return 0
+        # Output went to a closed pipe outside sys.stdout/sys.stderr and stopped the command
+        # part-way: not a success.
+        return 1
 
 
 if __name__ == "__main__":

@@ -41,7 +41,16 @@ class Settings:
 
     # --- scraper -----------------------------------------------------------
     user_agent: str = "guiderag/0.1 (clinical-guideline chatbot; polite crawler)"
-    timeout_s: float = 15.0
+    timeout_s: float = 15.0  # per socket operation (connect, each read)
+    # A whole response (status, headers and body) must have arrived within this: a server
+    # trickling bytes (each read within timeout_s) fails the page, and the run goes on.
+    fetch_deadline_s: float = 120.0
+    # Retry-After (429, 503) is waited for up to this long; a site asking for more is left
+    # alone: the scrape is abandoned (the previous corpus kept) rather than hammering it.
+    retry_after_max_s: float = 120.0
+    # At most this many guide pages per scrape (0: no limit); a TOC listing more is refused
+    # before anything is fetched, with the URL workbook written for review.
+    max_pages: int = 2000
     retries: int = 3
     backoff_s: float = 0.5
     delay_s: float = 0.5
@@ -231,6 +240,8 @@ class Settings:
             raise InputError("delay_s must be >= 0, timeout_s > 0 and retries >= 0")
         if self.max_page_bytes <= 0 or self.max_redirects < 0 or self.abort_after_failures < 0:
             raise InputError("max_page_bytes must be > 0, max_redirects >= 0 and abort_after_failures >= 0")
+        if self.fetch_deadline_s <= 0 or self.retry_after_max_s < 0 or self.max_pages < 0:
+            raise InputError("fetch_deadline_s must be > 0, retry_after_max_s >= 0 and max_pages >= 0 (0: no limit)")
         if self.backoff_s < 0 or self.split_lines_over_chars < 0:
             raise InputError("backoff_s and split_lines_over_chars must be >= 0")
         if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):

@@ -100,6 +100,9 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
         if robots.unreachable:
             raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {robots.note}. Check the "
                                   "URL and that the site is up; nothing was changed")
+        if robots.unavailable:
+            raise ScrapeError(f"the site {urls.site_of(toc)} is unavailable: {robots.note}. Nothing was fetched "
+                              "and the store was not changed; scrape again when the site is back")
         notes.append(robots.note)
         toc_page = _fetch_toc(fetcher, toc)
         toc = urls.normalize_url(toc_page.final_url or toc)
@@ -125,8 +128,23 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
                 f"changed. Review the links in {out_path}, set include=TRUE for the guide's pages "
                 f"and scrape again with --urls-xlsx {out_path}"
             )
+        if 0 < settings.max_pages < len(targets):
+            workbook.write(out_path, links, {}, public=rebase.public)
+            raise InvalidURLError(
+                f"the table-of-contents page {toc_url} lists {len(targets)} guide pages, more than the "
+                f"{settings.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES); nothing was fetched and the "
+                f"store was not changed. Review the links in {out_path} (set include=FALSE for what is not "
+                f"the guide, then scrape with --urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
+            )
         store = Store(settings.db)
         try:
+            store.check_integrity()  # before fetching a whole site into a store that cannot take it
+            aborted = store.abort_unfinished_runs(
+                "the scrape's process ended before it finished (killed, or the machine stopped); "
+                "the corpus was left as it was")
+            if aborted:
+                notes.append(f"marked {len(aborted)} unfinished earlier run(s) aborted "
+                             f"(run {', '.join(map(str, aborted))}): their process had died")
             report = _run(settings, store, fetcher, toc, links, targets, rebase, out_path, notes, err)
         finally:
             store.close()
@@ -143,6 +161,9 @@ def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
     result = fetcher.fetch(toc)
     if result.kind == fetch.NOT_HTML:
         raise InvalidURLError(f"the table-of-contents URL {toc} is not an HTML page ({result.reason})")
+    if not result.ok and (result.server_trouble or (result.status or 0) >= 500):
+        raise ScrapeError(f"the site {urls.site_of(toc)} is unavailable: the table-of-contents page {toc} "
+                          f"answered {result.reason}. Nothing was changed; scrape again when the site is back")
     if not result.ok:
         reason = result.reason or f"HTTP {result.status}"
         raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {reason}. Check the URL "
@@ -169,6 +190,11 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
                 result = fetcher.fetch(rec.url, store.conditional_headers(public) if settings.conditional_get else {})
                 bar.update(1, note=urlsplit(rec.url).path)
                 trouble = trouble + 1 if result.server_trouble else 0
+                if result.stay_away:
+                    raise ScrapeError(
+                        f"the site asked to be left alone: {rec.url}: {result.reason}. The scrape was "
+                        "abandoned and the previous corpus kept; scrape again later, or raise the cap"
+                    )
                 if trouble >= settings.abort_after_failures > 0:
                     raise ScrapeError(
                         f"the site stopped answering: {trouble} pages in a row failed (last: {rec.url}: "
@@ -200,7 +226,8 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, toc: str, lin
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, KeyboardInterrupt):
-            _mark_failed(store, run_id, "interrupted (Ctrl-C); the previous corpus was kept", "aborted")
+            _mark_failed(store, run_id, f"interrupted ({exc or 'Ctrl-C'}); the previous corpus was kept",
+                         "aborted")
         elif _run_status(store, run_id) == "running":  # commit_run records its own failures
             _mark_failed(store, run_id, str(exc) if isinstance(exc, GuideragError)
                          else f"{exc.__class__.__name__}: {exc}", "failed")
@@ -253,9 +280,12 @@ def _record(result: fetch.FetchResult, public: str, store: Store, fetched: list[
     url = result.url
     if result.kind == fetch.OK:
         title, lines = textlines.extract(result.html, split_over_chars=settings.split_lines_over_chars)
-        if not textlines.nonempty(lines):
-            failed[public] = "empty page (no text lines)"
-            verdicts[url] = (urls.CONTENT, "fetch failed: empty page (no text lines)")
+        empty = ("empty page (no text lines)" if not textlines.nonempty(lines)
+                 else "no letters in the page's text (only digits and symbols): not a page"
+                 if not textlines.has_letters([title, *lines]) else "")
+        if empty:
+            failed[public] = empty
+            verdicts[url] = (urls.CONTENT, f"fetch failed: {empty}")
             info[public] = workbook.FetchInfo(http_status=result.status)
             return
         page = FetchedPage(url=public, title=title, lines=tuple(lines), fetched_at=result.fetched_at,

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from guiderag.clock import utc_now
-from guiderag.errors import StoreError, StoreMissingError
+from guiderag.errors import StoreAccessError, StoreError, StoreMissingError
+from guiderag.redact import redact
+
+from .connection import connect, describe, restate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS pages (
@@ -131,24 +134,46 @@ class Store:
 
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path)
-        if not create and not self.path.exists():
+        if not create and (not self.path.exists() or is_empty_file(self.path)):
+            # An empty file is no store either; opening it would write a schema into it.
+            what = "no page store at" if not self.path.exists() else "an empty file (0 bytes), not a page store, at"
             raise StoreMissingError(
-                f"no page store at {self.path}: run `guiderag scrape TOC_URL` (or "
+                f"{what} {self.path}: run `guiderag scrape TOC_URL` (or "
                 "`guiderag scrape --sample`) first, or point --db / GUIDERAG_DB at an existing store"
             )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-            self.conn.row_factory = sqlite3.Row
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of the page store {self.path} "
+                             f"({exc.strerror or exc}): check the path and its permissions") from exc
+        self.conn = connect(self.path)
+        try:
+            if not create and not self._has_tables():
+                raise StoreMissingError(
+                    f"{self.path} is an SQLite file without guiderag's tables, not a page store; nothing "
+                    "was written to it. Point --db / GUIDERAG_DB at a store written by `guiderag scrape`"
+                )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the page store {self.path}: {exc}. Is it an SQLite file written "
-                "by guiderag? Point --db / GUIDERAG_DB at another path to start afresh."
-            ) from exc
+        except StoreAccessError as exc:
+            self.conn.close()
+            raise restate(exc, f"cannot open the page store {self.path}") from exc
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _has_tables(self) -> bool:
+        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone()
+        return row is not None
+
+    def check_integrity(self) -> None:
+        """StoreAccessError unless SQLite's quick check finds the file sound: run before a
+        scrape fetches a whole site only to find it cannot write it."""
+        problems = [str(r[0]) for r in self.conn.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise describe(self.path, sqlite3.DatabaseError("quick_check: " + "; ".join(problems)))
 
     # -- lifecycle ------------------------------------------------------------
     def close(self) -> None:
@@ -250,7 +275,7 @@ class Store:
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs(toc_url, started_at, status) VALUES (?, ?, 'running')",
-                (toc_url, utc_now()),
+                (redact(toc_url), utc_now()),
             )
         return _row_id(cur)
 
@@ -259,8 +284,23 @@ class Store:
         with self.conn:
             self.conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, message = ? WHERE id = ?",
-                (status, utc_now(), message, run_id),
+                (status, utc_now(), redact(message), run_id),
             )
+
+    def abort_unfinished_runs(self, message: str) -> list[int]:
+        """Mark every run still `running` aborted; returns their ids.
+
+        Call only while holding the scrape lock (store.lock.scrape_lock): every run is
+        begun under it, so a run still `running` then is one whose process died (SIGTERM,
+        kill -9, a power cut) before it could say so."""
+        with self.conn:
+            ids = [int(r[0]) for r in self.conn.execute("SELECT id FROM runs WHERE status = 'running'")]
+            if ids:
+                self.conn.execute(
+                    "UPDATE runs SET status = 'aborted', finished_at = ?, message = ? WHERE status = 'running'",
+                    (utc_now(), redact(message)),
+                )
+        return ids
 
     def commit_run(
         self,
@@ -311,10 +351,9 @@ class Store:
                 self.fail_run(run_id, f"store write failed: {exc}")
             except sqlite3.DatabaseError:
                 pass
-            raise StoreError(
-                f"could not write the scrape to {self.path} ({exc}); the previous corpus is "
-                "unchanged. Free disk space or fix permissions, then scrape again."
-            ) from exc
+            failure = exc if isinstance(exc, StoreAccessError) else describe(self.path, exc)
+            raise restate(failure, f"could not write the scrape to {self.path}; the previous corpus is "
+                                   "unchanged") from exc
         return summary
 
     def _apply_fetched(self, page: FetchedPage, run_id: int, now: str, summary: RunSummary) -> None:
@@ -398,6 +437,17 @@ class Store:
             last_modified=row["last_modified"],
             removed=row["removed_at"] is not None,
         )
+
+
+def is_empty_file(path: Path) -> bool:
+    """A 0-byte file with no write-ahead log beside it: what `touch` leaves, not a store."""
+    try:
+        if path.stat().st_size:
+            return False
+        wal = path.with_name(path.name + "-wal")
+        return not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _row_id(cur: sqlite3.Cursor) -> int:
