@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from guiderag.clock import utc_now_ms
-from guiderag.errors import StoreError, WorkbookError
+from guiderag.errors import StoreAccessError, StoreError, WorkbookError
 from guiderag.files import save_workbook_atomic
+from guiderag.redact import redact
+from guiderag.store.connection import restate
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -97,16 +99,35 @@ class AuditLog:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._lock = threading.Lock()  # one connection may serve several app threads
+        self._ready = False  # the table exists with every column
+        with self._lock:
+            self._prepare(create=False)
+
+    def _prepare(self, *, create: bool) -> bool:
+        """Make sure the table is there (with create) and has every column; True when it is.
+
+        Created with the first row, not on opening: a command that fails before it audits
+        anything (a damaged store, a missing index) writes nothing to the file. Call with
+        self._lock held."""
+        if self._ready:
+            return True
         try:
-            with self._lock, self.conn:
+            exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").fetchone()
+            if not exists and not create:
+                return False
+            with self.conn:
                 self.conn.executescript(SCHEMA)
                 # A table from an older guiderag lacks newer columns: add them (additive).
                 have = {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}
                 for column in COLUMNS:
                     if column not in have:
                         self.conn.execute(f"ALTER TABLE audit ADD COLUMN {column}")
+        except StoreAccessError as exc:
+            raise restate(exc, "cannot open the audit log in the page store") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot create the audit table: {exc}") from exc
+        self._ready = True
+        return True
 
     # -- writing --------------------------------------------------------------------
     def record(
@@ -181,14 +202,22 @@ class AuditLog:
         })
 
     def _insert(self, row: dict[str, Any]) -> int:
+        # An error message may quote a URL with credentials (a model endpoint): never stored.
+        for key in ("error", "answer_json"):
+            if isinstance(row.get(key), str):
+                row[key] = redact(row[key])
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         try:
-            with self._lock, self.conn:  # one transaction: committed whole or rolled back
-                cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
+            with self._lock:
+                self._prepare(create=True)
+                with self.conn:  # one transaction: committed whole or rolled back
+                    cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
             if cur.lastrowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
                 raise sqlite3.DatabaseError("no row id after INSERT")
             return int(cur.lastrowid)
+        except StoreAccessError as exc:
+            raise restate(exc, "could not write the audit log, so the answer was not shown") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"could not write the audit log ({exc}); the answer was not shown. Earlier audit "
@@ -199,11 +228,15 @@ class AuditLog:
     def rows(self) -> list[dict[str, Any]]:
         """Every row, oldest first."""
         with self._lock:
+            if not self._prepare(create=False):
+                return []
             cur = self.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM audit ORDER BY id")
             return [dict(zip(COLUMNS, r)) for r in cur.fetchall()]
 
     def get(self, audit_id: int) -> dict[str, Any] | None:
         with self._lock:
+            if not self._prepare(create=False):
+                return None
             r = self.conn.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM audit WHERE id = ?", (audit_id,)
             ).fetchone()
@@ -211,11 +244,15 @@ class AuditLog:
 
     def count(self) -> int:
         with self._lock:
+            if not self._prepare(create=False):
+                return 0
             return int(self.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
 
     def gaps(self) -> list[Gap]:
         """Not-covered questions grouped by normalised text, most asked first."""
         with self._lock:
+            if not self._prepare(create=False):
+                return []
             cur = self.conn.execute(
                 "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at) FROM audit "
                 "WHERE coverage = ? GROUP BY question_norm ORDER BY COUNT(*) DESC, MAX(asked_at) DESC",

@@ -157,9 +157,20 @@ class Chatbot:
         pipeline, which stays as published."""
         if self.settings.min_line_coverage <= 0 or result.pipeline == PROTOCOL:
             return None
-        # The retriever's own query weights (verbs and unseen compounds count less than nouns).
-        weights = self.retriever.query_weights(question, result.keywords)
-        return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        # The retriever's own query slots: weights (verbs, unseen compounds and everyday words
+        # count less than topic nouns) and expansions. Keywords may only add evidence: the
+        # better of the question's coverage alone and with the keywords' known terms.
+        slots = self._slots(question, result)
+        if not slots:
+            weights = self.retriever.query_weights(question, result.keywords)
+            return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        return max(line_coverage(question, result.passages, self._analyze(), slots=s) for s in slots)
+
+    def _slots(self, question: str, result: RetrievalResult) -> list[Any]:
+        """The retriever's query slots (question alone, then with keywords), or [] when it
+        has none (a retriever without query_slots)."""
+        query_slots = getattr(self.retriever, "query_slots", None)
+        return list(query_slots(question, result.keywords)) if query_slots is not None else []
 
     def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
         data = result.to_json()
@@ -172,10 +183,14 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from guiderag.retrieval.keywords import keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import guide_terms_prompt, keyword_prompt, parse_keywords
 
-        count = self.settings.keyword_count
-        system, user = keyword_prompt(question, count)
+        if self.settings.pipeline == PROTOCOL:  # the published prompt
+            count = self.settings.keyword_count
+            system, user = keyword_prompt(question, count)
+        else:  # the guideline's words for the question; they may only add evidence
+            count = self.settings.model_terms
+            system, user = guide_terms_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
         reply = self.llm.complete(
             system, user, role="keywords", temperature=gen.TEMPERATURE, max_tokens=KEYWORDS_MAX_TOKENS, n=1
@@ -190,6 +205,7 @@ class Chatbot:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
             self._analyze(), self._idf(), heading_max_chars=self.settings.heading_max_chars,
+            slots=(self._slots(question, result) or [None])[-1],
         )
         if not text:
             return self._refusal(question, EXTRACT, result, rjson, error=error)

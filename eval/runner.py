@@ -15,7 +15,8 @@ are measured inside each worker, with the other workers running).
 
 The results workbook is rewritten (atomically) now and then while the run goes on and
 once more at the end, also on Ctrl-C: an interrupted run leaves a valid workbook with
-every question done so far, marked partial.
+every question done so far, marked partial; interrupted before the first question was
+done, it writes nothing (an older workbook at that path stays, untouched).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from guiderag.errors import EvalError, GuideragError, ModelNotConfiguredError
 from guiderag.progress import Progress
+from guiderag.redact import redact
 from guiderag.settings import EXTRACT, Settings
 from guiderag.clock import utc_now
 
@@ -41,6 +43,17 @@ CHECKPOINT_MIN_S = 30.0
 CHECKPOINT_COST_FACTOR = 10.0
 BATCH_QUESTIONS = 25  # questions per task sent to a worker process
 MAX_AUTO_WORKERS = 4
+
+
+class EvalInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run: how far it got, and whether the results workbook
+    now holds this run's questions done so far (marked partial) or was not touched."""
+
+    def __init__(self, done: int, total: int, written: bool) -> None:
+        super().__init__(f"interrupted after {done} of {total} questions")
+        self.done = done
+        self.total = total
+        self.written = written
 
 
 @dataclass
@@ -156,7 +169,7 @@ def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:
         "reference_answer": question.reference_answer, "gold_url": question.gold_url,
         "gold_answers": question.gold_answers or None, "answer": "", "coverage": "error",
         "latency_ms": latency_ms, "governed": False, "refused": False, "no_candidate": None,
-        "failed": True, "error": f"{type(error).__name__}: {error}",
+        "failed": True, "error": redact(f"{type(error).__name__}: {error}"),
     }
     if question.kind == IN_SCOPE:
         if question.golds:
@@ -273,7 +286,8 @@ def run_questions(
     Big sets are spread over worker processes (see `worker_count`); each loads its own
     retriever, so a `retriever` or `llm` passed in is used only when running in-process.
     On KeyboardInterrupt the workbook is written with the questions done so far
-    (marked partial) before the interrupt propagates.
+    (marked partial), and EvalInterrupted (a KeyboardInterrupt) says so; an interrupt
+    before any question was done writes nothing, leaving an older workbook as it was.
     """
     mode = mode or settings.mode
     settings = settings.replace(mode=mode)
@@ -284,48 +298,46 @@ def run_questions(
         )
     started = utc_now()
     workers = worker_count(settings, len(questions))
-    if workers > 1:
-        library = make_library(settings, retriever)  # (re)builds stale indexes once, here
-        corpus_version = library.corpus_versions()
-        library.close()
-        asker = None
-    else:
-        asker = _Asker(settings, mode, retriever, llm)
-        corpus_version = asker.library.corpus_versions()
+    asker: _Asker | None = None
+    corpus_version = ""
     done: dict[int, dict] = {}
-    meta_base = [
-        ("mode", mode),
-        ("pipeline", settings.pipeline),
-        ("threshold", settings.threshold),
-        ("db", str(settings.db)),
-        ("corpus_version", corpus_version),
-        ("answer_model", settings.answer_model if mode != EXTRACT else None),
-        ("keywords_model", settings.keywords_model),
-        ("worker_processes", workers),
-        ("started_at", started),
-        *extra_meta,
-    ]
     notes = [("normalisation and tokens", metrics.TOKENS_DESCRIPTION),
              ("review categories", "hallucination: absent / present; relevance: very relevant / relevant / "
               "irrelevant; completeness: major omission / minor omission / just right / minor addition / "
               "major addition")]
     complete = False
+    written = False  # this run has written out_path (a checkpoint): it is this run's file now
     last_save = time.monotonic()
     save_cost = 0.0
+
+    def meta_base() -> list[tuple[str, Any]]:
+        return [
+            ("mode", mode),
+            ("pipeline", settings.pipeline),
+            ("threshold", settings.threshold),
+            ("db", str(settings.db)),
+            ("corpus_version", corpus_version),
+            ("answer_model", settings.answer_model if mode != EXTRACT else None),
+            ("keywords_model", settings.keywords_model),
+            ("worker_processes", workers),
+            ("started_at", started),
+            *extra_meta,
+        ]
 
     def rows() -> list[dict]:
         return [done[i] for i in sorted(done)]
 
     def save(final: bool) -> None:
-        nonlocal last_save, save_cost
+        nonlocal last_save, save_cost, written
         if out_path is None:
             return
         t0 = time.monotonic()
         status = "complete" if final and complete else f"partial: {len(done)} of {len(questions)} questions"
         current = rows()
-        meta = meta_base + [("status", status), ("questions_done", len(done)), ("questions_total", len(questions)),
-                            ("written_at", utc_now())]
+        meta = meta_base() + [("status", status), ("questions_done", len(done)),
+                              ("questions_total", len(questions)), ("written_at", utc_now())]
         write_results(out_path, current, metrics.summarize(current), meta, notes)
+        written = True
         save_cost = time.monotonic() - t0
         last_save = time.monotonic()
 
@@ -333,7 +345,22 @@ def run_questions(
         if out_path is not None and time.monotonic() - last_save >= max(CHECKPOINT_MIN_S, CHECKPOINT_COST_FACTOR * save_cost):
             save(final=False)
 
+    def finish() -> None:
+        """Close, and write the results, unless nothing was done: then an older workbook at
+        out_path (another run's) is left as it was, not replaced by an empty one."""
+        if asker is not None:
+            asker.close()
+        if complete or done or written:
+            save(final=True)
+
     try:
+        if workers > 1:
+            library = make_library(settings, retriever)  # (re)builds stale indexes once, here
+            corpus_version = library.corpus_versions()
+            library.close()
+        else:
+            asker = _Asker(settings, mode, retriever, llm)
+            corpus_version = asker.library.corpus_versions()
         with Progress(len(questions), label, enabled=settings.progress) as bar:
             if asker is not None:
                 for i, q in enumerate(questions):
@@ -343,12 +370,15 @@ def run_questions(
             else:
                 _run_parallel(settings, mode, questions, workers, done, bar, checkpoint)
         complete = True
-    finally:
-        if asker is not None:
-            asker.close()
-        save(final=True)
+    except KeyboardInterrupt as exc:
+        finish()
+        raise EvalInterrupted(len(done), len(questions), written and out_path is not None) from exc
+    except BaseException:
+        finish()
+        raise
+    finish()
     final_rows = rows()
-    meta = meta_base + [("status", "complete"), ("questions_done", len(done)), ("questions_total", len(questions))]
+    meta = meta_base() + [("status", "complete"), ("questions_done", len(done)), ("questions_total", len(questions))]
     return RunOutcome(final_rows, metrics.summarize(final_rows), len(questions), True, out_path, meta)
 
 

@@ -9,13 +9,18 @@ for `check` 3 when the site diverged from the store (or the corpus is too old).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .errors import GuideragError
+from .redact import redact
 from .settings import AUTO_GUIDELINE, MODES, PIPELINES, Settings
+from .streams import pipe_safe_streams
 
 # command -> (module, function); each function is `(args, settings) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -110,12 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
-    p = sub.add_parser("devbench", parents=[common], help="the JSQuAD dev benchmark: build, serve, scrape, evaluate, print one table")
+    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded): build or serve, scrape, evaluate, print the tables and refusal curves")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
     p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
+    p.add_argument("--suite", choices=("jsquad", "patient", "all"), default="all",
+                   help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default)")
+    p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
@@ -145,7 +153,34 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+SIGINT_EXIT = 128 + signal.SIGINT
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its clean-up runs (the run is marked aborted,
+    temporary files go, partial results are written) instead of the process just vanishing."""
+    raise KeyboardInterrupt("SIGTERM")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with pipe_safe_streams(), _sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -156,13 +191,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return int(func(args, settings) or 0)
     except GuideragError as exc:
-        print(f"guiderag: error: {exc}", file=sys.stderr)
+        print(f"guiderag: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("guiderag: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = str(exc) == "SIGTERM"
+        print("guiderag: interrupted" + (" (SIGTERM)" if terminated else ""), file=sys.stderr)
+        return SIGTERM_EXIT if terminated else SIGINT_EXIT
     except BrokenPipeError:
-        return 0
+        # Output went to a closed pipe outside sys.stdout/sys.stderr and stopped the command
+        # part-way: not a success.
+        return 1
 
 
 if __name__ == "__main__":

@@ -44,6 +44,11 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
     else:
         report = scrape_site(settings, args.toc_url, urls_xlsx=args.urls_xlsx, title=title)
     print_report(report)
+    from .retrieval.persist import remove_stale_builds
+
+    stale = remove_stale_builds(settings.index_dir)  # left by index builds that were killed
+    if stale:
+        _say(f"removed {len(stale)} temporary index folder(s) of builds that did not finish: {', '.join(stale)}")
     if report.summary.corpus_changed and not args.no_index:
         try:
             build_index(settings)

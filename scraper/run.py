@@ -145,19 +145,35 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
     with scrape_lock(settings.db), fetch.Fetcher(settings, toc) as fetcher:
         plan = plan_site(fetcher, toc, toc_url, edits, public_site)
         notes.extend(plan.notes)
-        if not plan.targets:
+        links, targets, rebase = plan.links, plan.targets, plan.rebase
+        if not targets:
             # Nothing to store; the classification is still written out for review, since
             # the way forward is to mark pages include=TRUE in it.
-            workbook.write(out_path, plan.links, {}, public=plan.rebase.public)
-            counts = Counter(r.category for r in plan.links)
+            workbook.write(out_path, links, {}, public=rebase.public)
+            counts = Counter(r.category for r in links)
             raise InvalidURLError(
-                f"none of the {len(plan.links)} links of {toc_url} is a guide page "
+                f"none of the {len(links)} links of {toc_url} is a guide page "
                 f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); the store was not "
                 f"changed. Review the links in {out_path}, set include=TRUE for the guide's pages "
                 f"and scrape again with --urls-xlsx {out_path}"
             )
+        if 0 < settings.max_pages < len(targets):
+            workbook.write(out_path, links, {}, public=rebase.public)
+            raise InvalidURLError(
+                f"the table-of-contents page {toc_url} lists {len(targets)} guide pages, more than the "
+                f"{settings.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES); nothing was fetched and the "
+                f"store was not changed. Review the links in {out_path} (set include=FALSE for what is not "
+                f"the guide, then scrape with --urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
+            )
         store = Store(settings.db)
         try:
+            store.check_integrity()  # before fetching a whole site into a store that cannot take it
+            aborted = store.abort_unfinished_runs(
+                "the scrape's process ended before it finished (killed, or the machine stopped); "
+                "the corpus was left as it was")
+            if aborted:
+                notes.append(f"marked {len(aborted)} unfinished earlier run(s) aborted "
+                             f"(run {', '.join(map(str, aborted))}): their process had died")
             _refuse_other_guidelines_pages(store, gid, plan)
             if title is None:
                 known = store.get_guideline(gid)
@@ -180,6 +196,9 @@ def plan_site(fetcher: fetch.Fetcher, toc: str, toc_url: str, edits: dict[str, w
     if robots.unreachable:
         raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {robots.note}. Check the "
                               "URL and that the site is up; nothing was changed")
+    if robots.unavailable:
+        raise ScrapeError(f"the site {urls.site_of(toc)} is unavailable: {robots.note}. Nothing was fetched "
+                          "and the store was not changed; scrape again when the site is back")
     notes.append(robots.note)
     toc_page = _fetch_toc(fetcher, toc)
     toc = urls.normalize_url(toc_page.final_url or toc)
@@ -222,6 +241,9 @@ def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
     result = fetcher.fetch(toc)
     if result.kind == fetch.NOT_HTML:
         raise InvalidURLError(f"the table-of-contents URL {toc} is not an HTML page ({result.reason})")
+    if not result.ok and (result.server_trouble or (result.status or 0) >= 500):
+        raise ScrapeError(f"the site {urls.site_of(toc)} is unavailable: the table-of-contents page {toc} "
+                          f"answered {result.reason}. Nothing was changed; scrape again when the site is back")
     if not result.ok:
         reason = result.reason or f"HTTP {result.status}"
         raise InvalidURLError(f"cannot fetch the table-of-contents page {toc}: {reason}. Check the URL "
@@ -250,6 +272,11 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
             result = fetcher.fetch(rec.url, store.conditional_headers(public) if settings.conditional_get else {})
             bar.update(1, note=urlsplit(rec.url).path)
             trouble = trouble + 1 if result.server_trouble else 0
+            if result.stay_away:
+                raise ScrapeError(
+                    f"the site asked to be left alone: {rec.url}: {result.reason}. The scrape was "
+                    "abandoned and the previous corpus kept; scrape again later, or raise the cap"
+                )
             if trouble >= settings.abort_after_failures > 0:
                 raise ScrapeError(
                     f"the site stopped answering: {trouble} pages in a row failed (last: {rec.url}: "
@@ -295,7 +322,8 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePla
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, KeyboardInterrupt):
-            _mark_failed(store, run_id, "interrupted (Ctrl-C); the previous corpus was kept", "aborted")
+            _mark_failed(store, run_id, f"interrupted ({exc or 'Ctrl-C'}); the previous corpus was kept",
+                         "aborted")
         elif _run_status(store, run_id) == "running":  # commit_run records its own failures
             _mark_failed(store, run_id, str(exc) if isinstance(exc, GuideragError)
                          else f"{exc.__class__.__name__}: {exc}", "failed")
@@ -386,9 +414,12 @@ def _record(result: fetch.FetchResult, rec: LinkRecord, public: str, store: Stor
                 target = ""
             if target and urls.is_web_url(target) and urls.is_same_site(target, page_url):
                 canonical[public] = rebase.public(target)
-        if not textlines.nonempty(lines):
-            failed[public] = "empty page (no text lines)"
-            verdicts[url] = (urls.CONTENT, "fetch failed: empty page (no text lines)")
+        empty = ("empty page (no text lines)" if not textlines.nonempty(lines)
+                 else "no letters in the page's text (only digits and symbols): not a page"
+                 if not textlines.has_letters([title, *lines]) else "")
+        if empty:
+            failed[public] = empty
+            verdicts[url] = (urls.CONTENT, f"fetch failed: {empty}")
             info[public] = workbook.FetchInfo(http_status=result.status)
             return
         page = FetchedPage(url=public, title=title, lines=tuple(lines), fetched_at=result.fetched_at,

@@ -416,3 +416,11 @@ def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[s
 def nonempty(lines: Iterable[str]) -> bool:
     """True when there is at least one line of text."""
     return any(line.strip() for line in lines)
+
+
+LETTER = re.compile(r"[^\W\d_]")  # a letter of any script (\w without digits and "_")
+
+
+def has_letters(lines: Iterable[str]) -> bool:
+    """True when some line holds a letter: text of digits and symbols only is no page."""
+    return any(LETTER.search(line) for line in lines)

@@ -14,13 +14,15 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
-from urllib.parse import quote
 
 from guiderag.clock import utc_now
-from guiderag.errors import InputError, StoreError, StoreMissingError, StoreVersionError
+from guiderag.errors import InputError, StoreAccessError, StoreError, StoreMissingError
+from guiderag.redact import redact
 from guiderag.settings import DEFAULT_GUIDELINE, check_guideline_id
 
 from . import schema
+from .connection import connect, describe, restate
+
 
 def content_hash(title: str, lines: Sequence[str]) -> str:
     """Hash of what a reader sees: the title and the text lines, not the raw HTML."""
@@ -125,35 +127,51 @@ class Store:
         opens the file read-only and changes nothing, not even the schema, so the store
         must be at this guiderag's schema version already."""
         self.path = Path(path)
-        if (readonly or not create) and not self.path.exists():
+        if (readonly or not create) and (not self.path.exists() or is_empty_file(self.path)):
+            # An empty file is no store either; opening it would write a schema into it.
+            what = "no page store at" if not self.path.exists() else "an empty file (0 bytes), not a page store, at"
             raise StoreMissingError(
-                f"no page store at {self.path}: run `guiderag scrape TOC_URL` (or "
+                f"{what} {self.path}: run `guiderag scrape TOC_URL` (or "
                 "`guiderag scrape --sample`) first, or point --db / GUIDERAG_DB at an existing store"
             )
         self.readonly = readonly
-        try:
-            if readonly:
-                uri = "file:" + quote(str(self.path.resolve())) + "?mode=ro"
-                self.conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
-            else:
+        if not readonly:
+            try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-            self.conn.row_factory = sqlite3.Row
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of the page store {self.path} "
+                                 f"({exc.strerror or exc}): check the path and its permissions") from exc
+        self.conn = connect(self.path, readonly=readonly)
+        try:
+            if (readonly or not create) and not self._has_tables():
+                raise StoreMissingError(
+                    f"{self.path} is an SQLite file without guiderag's tables, not a page store; nothing "
+                    "was written to it. Point --db / GUIDERAG_DB at a store written by `guiderag scrape`"
+                )
+            self.conn.execute("PRAGMA foreign_keys=ON")
             if readonly:
                 schema.require_current(self.conn, self.path)
             else:
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")
                 schema.migrate(self.conn, self.path)
-            self.conn.execute("PRAGMA foreign_keys=ON")
-        except StoreVersionError:
+        except StoreAccessError as exc:
+            self.conn.close()
+            raise restate(exc, f"cannot open the page store {self.path}") from exc
+        except BaseException:
             self.conn.close()
             raise
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the page store {self.path}: {exc}. Is it an SQLite file written "
-                "by guiderag? Point --db / GUIDERAG_DB at another path to start afresh."
-            ) from exc
+
+    def _has_tables(self) -> bool:
+        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone()
+        return row is not None
+
+    def check_integrity(self) -> None:
+        """StoreAccessError unless SQLite's quick check finds the file sound: run before a
+        scrape fetches a whole site only to find it cannot write it."""
+        problems = [str(r[0]) for r in self.conn.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise describe(self.path, sqlite3.DatabaseError("quick_check: " + "; ".join(problems)))
 
     # -- lifecycle ------------------------------------------------------------
     def close(self) -> None:
@@ -340,7 +358,7 @@ class Store:
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs(toc_url, started_at, status, guideline_id) VALUES (?, ?, 'running', ?)",
-                (toc_url, utc_now(), guideline),
+                (redact(toc_url), utc_now(), guideline),
             )
         return _row_id(cur)
 
@@ -349,8 +367,23 @@ class Store:
         with self.conn:
             self.conn.execute(
                 "UPDATE runs SET status = ?, finished_at = ?, message = ? WHERE id = ?",
-                (status, utc_now(), message, run_id),
+                (status, utc_now(), redact(message), run_id),
             )
+
+    def abort_unfinished_runs(self, message: str) -> list[int]:
+        """Mark every run still `running` aborted; returns their ids.
+
+        Call only while holding the scrape lock (store.lock.scrape_lock): every run is
+        begun under it, so a run still `running` then is one whose process died (SIGTERM,
+        kill -9, a power cut) before it could say so."""
+        with self.conn:
+            ids = [int(r[0]) for r in self.conn.execute("SELECT id FROM runs WHERE status = 'running'")]
+            if ids:
+                self.conn.execute(
+                    "UPDATE runs SET status = 'aborted', finished_at = ?, message = ? WHERE status = 'running'",
+                    (utc_now(), redact(message)),
+                )
+        return ids
 
     def commit_run(
         self,
@@ -415,10 +448,9 @@ class Store:
                 self.fail_run(run_id, f"store write failed: {exc}")
             except sqlite3.DatabaseError:
                 pass
-            raise StoreError(
-                f"could not write the scrape to {self.path} ({exc}); the previous corpus is "
-                "unchanged. Free disk space or fix permissions, then scrape again."
-            ) from exc
+            failure = exc if isinstance(exc, StoreAccessError) else describe(self.path, exc)
+            raise restate(failure, f"could not write the scrape to {self.path}; the previous corpus is "
+                                   "unchanged") from exc
         return summary
 
     def _apply_fetched(self, page: FetchedPage, run_id: int, now: str, summary: RunSummary, gid: str) -> None:
@@ -516,6 +548,17 @@ class Store:
             removed=row["removed_at"] is not None,
             guideline=row["guideline_id"] if "guideline_id" in row.keys() else DEFAULT_GUIDELINE,
         )
+
+
+def is_empty_file(path: Path) -> bool:
+    """A 0-byte file with no write-ahead log beside it: what `touch` leaves, not a store."""
+    try:
+        if path.stat().st_size:
+            return False
+        wal = path.with_name(path.name + "-wal")
+        return not wal.exists() or wal.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _row_id(cur: sqlite3.Cursor) -> int:

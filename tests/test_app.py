@@ -235,6 +235,27 @@ def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     assert history(at)[0].answer.governed
 
 
+def test_only_the_bundled_sample_is_called_the_sample() -> None:
+    """A guideline scraped from a loopback server (a local mirror, a test site) is named by
+    its host and linked, like any other; only the bundled sample's stored URL is the sample."""
+    from guiderag.ui.bootstrap import StoreStatus
+
+    settings = Settings.load(env={})
+    def status(url: str) -> StoreStatus:
+        return StoreStatus(pages=3, toc_url=url, last_scraped=None, last_run_id=1)
+
+    sample = status(settings.sample_site_url + "/guide/index.html")
+    assert render.site_label(sample, settings) == TEXT["sidebar_sample"]
+    assert "href=" not in render.sidebar_html(sample, settings)
+    for url in ("http://127.0.0.1:8123/guide/index.html", "http://localhost/guide/index.html",
+                settings.sample_site_url + "/other/index.html"):
+        assert not render.is_sample_site(url, settings), url
+        assert render.site_label(status(url), settings) != TEXT["sidebar_sample"]
+    local = status("http://127.0.0.1:8123/guide/index.html")
+    assert render.site_label(local, settings) == "127.0.0.1"
+    assert 'href="http://127.0.0.1:8123/guide/index.html"' in render.sidebar_html(local, settings)
+
+
 def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:

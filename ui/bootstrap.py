@@ -20,6 +20,7 @@ from guiderag.errors import ScrapeError
 from guiderag.settings import Settings
 from guiderag.store import Store
 from guiderag.store.lock import bootstrap_lock
+from guiderag.store.pages import is_empty_file
 
 # progress(fraction between 0 and 1, message in Japanese for the user)
 ProgressCallback = Callable[[float, str], None]
@@ -74,7 +75,7 @@ class BootstrapResult:
 
 def store_status(settings: Settings) -> StoreStatus:
     """Page count and last good scrape of the store at settings.db (none there: empty)."""
-    if not settings.db.exists():  # do not leave an empty database behind just by looking
+    if _no_store_yet(settings):  # do not leave an empty database behind just by looking
         return StoreStatus(pages=0, toc_url=None, last_scraped=None, last_run_id=None)
     with Store(settings.db, create=False) as store:
         pages = store.conn.execute(
@@ -117,8 +118,13 @@ def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | N
     return GuidelineStatus(gid, title, toc_url, pages, scraped, warning, checked_at)
 
 
+def _no_store_yet(settings: Settings) -> bool:
+    """No file at settings.db, or an empty one (0 bytes, e.g. from `touch`): no store yet."""
+    return not settings.db.exists() or is_empty_file(settings.db)
+
+
 def _never_had_pages(settings: Settings) -> bool:
-    if not settings.db.exists():
+    if _no_store_yet(settings):
         return True
     with Store(settings.db, create=False) as store:
         return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0

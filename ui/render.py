@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from guiderag.chatbot.answer import Answer, ShownPassage
 from guiderag.ranges import number_ranges
+from guiderag.redact import redact
+from guiderag.resources import SAMPLE_TOC_PATH
 from guiderag.settings import EXTRACT, MODEL_MODES, Settings
 
 from .bootstrap import GuidelineStatus, StoreStatus
@@ -252,18 +254,20 @@ def error_details(exc: BaseException) -> str:
     """A maintainer-facing one-liner (escaped), shown under the Japanese message."""
     return block(
         f'<p class="grag-audit">{escape_text(TEXT["details"])}'
-        f"{escape_text(type(exc).__name__)}: {escape_text(str(exc)[:500])}</p>",
+        f"{escape_text(type(exc).__name__)}: {escape_text(redact(str(exc))[:500])}</p>",
         "grag-error-details",
     )
 
 
 def is_sample_site(url: str | None, settings: Settings) -> bool:
-    """True for the bundled sample: its stable placeholder host, or a loopback server."""
+    """True for the bundled sample only: its table of contents under the stable placeholder
+    site it is stored under (`scrape --sample` and the first run). Any other store, one
+    scraped from a loopback server included, is a real guideline and named by its host."""
     if not url:
         return False
-    host = (urlsplit(url).hostname or "").lower()
-    sample_host = (urlsplit(settings.sample_site_url).hostname or "").lower()
-    return host == sample_host or host in ("127.0.0.1", "localhost", "::1")
+    parts, sample = urlsplit(url), urlsplit(settings.sample_site_url)
+    return ((parts.hostname or "").lower() == (sample.hostname or "").lower()
+            and parts.port == sample.port and parts.path == "/" + SAMPLE_TOC_PATH.lstrip("/"))
 
 
 def site_label(status: StoreStatus, settings: Settings) -> str:
