@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from guiderag.settings import AUTO_GUIDELINE
+
 if TYPE_CHECKING:
     from guiderag.retrieval.result import RetrievalResult
 
@@ -56,12 +58,23 @@ class Answer:
     error: str | None = None  # a model failure that led to a fallback or refusal
     latency_ms: float | None = None
     notes: list[str] = field(default_factory=list)  # for the user, e.g. "your long question was cut"
+    # {"id", "title"} of the guideline the answer comes from; None for a refusal when the
+    # question was routed automatically and no guideline governs it
+    guideline: dict[str, str] | None = None
+    routing: dict[str, Any] | None = None  # how the guideline was chosen (chatbot.routing)
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def governed(self) -> bool:
         return self.coverage == GOVERNED
+
+    def attach_guideline(self, guideline: dict[str, str] | None, routing: dict[str, Any] | None) -> None:
+        """Say which guideline answered. A refusal of an automatically routed question names
+        none: no guideline governs it (routing still says which one was read)."""
+        self.routing = routing
+        auto = routing is not None and routing.get("requested") == AUTO_GUIDELINE and routing.get("method") != "only"
+        self.guideline = None if (auto and not self.governed) else guideline
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON object (plus additive fields)."""
@@ -81,4 +94,6 @@ class Answer:
             "error": self.error,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
             "notes": list(self.notes),
+            "guideline": dict(self.guideline) if self.guideline is not None else None,
+            "routing": dict(self.routing) if self.routing is not None else None,
         }

@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS audit (
     coverage        TEXT NOT NULL,      -- governed | not_governed | error
     error           TEXT,
     latency_ms      REAL,
-    answer_json     TEXT                -- the full answer object (without audit_id)
+    answer_json     TEXT,               -- the full answer object (without audit_id)
+    guideline       TEXT,               -- id of the guideline answered from (none: no guideline governs)
+    routing         TEXT                -- JSON: how that guideline was chosen (chatbot.routing)
 );
 CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 """
@@ -57,7 +59,7 @@ CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 COLUMNS = [
     "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
     "keywords_model", "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
-    "unsupported", "coverage", "error", "latency_ms", "answer_json",
+    "unsupported", "coverage", "error", "latency_ms", "answer_json", "guideline", "routing",
 ]
 
 
@@ -157,6 +159,8 @@ class AuditLog:
             "error": answer.error,
             "latency_ms": answer.latency_ms,
             "answer_json": json.dumps(payload, ensure_ascii=False),
+            "guideline": (answer.guideline or {}).get("id"),
+            "routing": json.dumps(answer.routing, ensure_ascii=False) if answer.routing is not None else None,
         })
 
     def record_error(
@@ -170,6 +174,8 @@ class AuditLog:
         keywords_model: str | None = None,
         retrieval: dict[str, Any] | None = None,
         latency_ms: float | None = None,
+        guideline: str | None = None,
+        routing: dict[str, Any] | None = None,
     ) -> int:
         """Write one row for an ask that ended in an error (nothing was shown)."""
         retrieval = retrieval or {}
@@ -191,6 +197,8 @@ class AuditLog:
             "error": error,
             "latency_ms": latency_ms,
             "answer_json": None,
+            "guideline": guideline,
+            "routing": json.dumps(routing, ensure_ascii=False) if routing is not None else None,
         })
 
     def _insert(self, row: dict[str, Any]) -> int:

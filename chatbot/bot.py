@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import GuideragError, InputError, ModelError, StoreError
-from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
@@ -51,8 +51,14 @@ class Chatbot:
         llm: LLMClient | None = None,
         *,
         store: Store | None = None,
+        guideline: dict[str, str] | None = None,
+        routing: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings
+        # Which guideline answers ({"id", "title"}; None: the retriever's, looked up when
+        # asked) and how it was chosen (chatbot.library routes above this class).
+        self.guideline = guideline
+        self.routing = routing
         self._retriever = retriever
         self.llm = llm or LLMClient(settings)
         # The audit table lives in the page store's file. create=False: asking against a
@@ -118,6 +124,7 @@ class Chatbot:
             self._record_error(text, exc, mode, state, started)
             raise
         answer.notes = list(cleaned.notes) + answer.notes
+        answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = state["result"]
         answer.latency_ms = (time.perf_counter() - started) * 1000.0
         answer.audit_id = self.audit.record(
@@ -281,10 +288,23 @@ class Chatbot:
             return self._refusal(question, EXTRACT, result, rjson, error=note)
         return self._extract(question, result, rjson, error=note)
 
+    def _guideline_ref(self) -> dict[str, str] | None:
+        """{"id", "title"} of the guideline answered from: the one given, else the loaded
+        retriever's (None before a retriever is loaded)."""
+        if self.guideline is not None:
+            return self.guideline
+        if self._retriever is None:
+            return None
+        gid = getattr(self._retriever.settings, "guideline", "") or DEFAULT_GUIDELINE
+        known = self.store.get_guideline(gid)
+        self.guideline = {"id": gid, "title": known.title if known is not None else ""}
+        return self.guideline
+
     def _record_error(
         self, question: str, exc: BaseException, mode: str | None, state: dict[str, Any], started: float
     ) -> None:
         result = state.get("result")
+        guideline = self._guideline_ref()
         message = str(exc) if isinstance(exc, GuideragError) else f"{type(exc).__name__}: {exc}"
         self.audit.record_error(
             question,
@@ -295,6 +315,8 @@ class Chatbot:
             keywords_model=state.get("keywords_model"),
             retrieval=result.to_json() if result is not None else None,
             latency_ms=(time.perf_counter() - started) * 1000.0,
+            guideline=guideline["id"] if guideline else None,
+            routing=self.routing,
         )
 
 

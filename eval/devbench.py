@@ -31,6 +31,7 @@ SITE_DIR = "site"
 # Table columns: (summary metric, header, format).
 TABLE: list[tuple[str, str, str]] = [
     ("right_page_first", "right page first", "{:.3f}"),
+    ("routing_accuracy", "routed right", "{:.3f}"),
     ("answer_in_reference", "answer in reference", "{:.3f}"),
     ("gold_in_answer", "gold in answer", "{:.3f}"),
     ("answer_chars_mean", "mean answer chars", "{:.0f}"),
@@ -98,6 +99,8 @@ class BenchReport:
         lines += [
             "",
             "right page first, answer in reference, gold in answer: in-scope questions; a refusal counts as a miss.",
+            "routed right: in-scope questions whose gold page belongs to the guideline they were routed to "
+            "(one guideline here, so every question with a stored gold page).",
             "answer in reference: a gold answer string inside the retrieval reference "
             "(at most reference_chars); gold in answer: inside the answer shown (at most answer_chars).",
             "out-of-scope refused: held-back articles' questions answered with the refusal; "

@@ -10,8 +10,9 @@ GuideragError
 ├── StoreError        the SQLite store is locked or corrupt
 │   ├── StoreMissingError (also an InputError: exit 2) no store at --db (or an empty file)
 │   ├── StoreBusyError    another scrape is writing to the store; nothing was changed
-│   └── StoreAccessError  (also a sqlite3.DatabaseError) an SQLite call failed: the file is
-│                         damaged, the disk full, the file read-only or locked too long
+│   ├── StoreAccessError  (also a sqlite3.DatabaseError) an SQLite call failed: the file is
+│   │                     damaged, the disk full, the file read-only or locked too long
+│   └── StoreVersionError the store's schema is newer than this guiderag (or, read-only, older)
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
@@ -78,6 +79,11 @@ class StoreAccessError(StoreError, sqlite3.DatabaseError):
         self.path = path
         self.reason = reason  # SQLite's message
         self.advice = advice  # what a maintainer can do
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer guiderag (its schema is unknown here), or a
+    read-only open met a schema older than this guiderag's; nothing was changed."""
 
 
 class IndexCorruptError(GuideragError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -21,6 +22,14 @@ MODES = (EXTRACT, LINES, GENERATE)
 MODEL_MODES = (LINES, GENERATE)
 OURS, PROTOCOL = "ours", "protocol"
 PIPELINES = (OURS, PROTOCOL)
+
+# Guidelines: the one a store holds when none is named, and what `ask` routes by itself.
+DEFAULT_GUIDELINE = "default"
+AUTO_GUIDELINE = "auto"
+# A guideline id names folders and files beside the store: lower-case letters, digits,
+# '-' and '_'. Not the index's own names (v-*, tmp-*, CURRENT) nor words the CLI reserves.
+GUIDELINE_ID = re.compile(r"^(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}$")
+RESERVED_GUIDELINE_IDS = frozenset({AUTO_GUIDELINE, "all", "none", "current"})
 
 DEFAULT_REFUSAL = (
     "申し訳ありません。このご質問に答えられる内容は、このガイドラインには書かれていません。"
@@ -38,6 +47,12 @@ class Settings:
     # --- store -------------------------------------------------------------
     # Default: $XDG_DATA_HOME/guiderag/guiderag.db (~/.local/share/...), see resources.py.
     db: Path = field(default_factory=default_db)
+    # The guideline a command works on: "" is the store's only guideline (DEFAULT_GUIDELINE
+    # for a scrape), and for `ask` the one the question is routed to (AUTO_GUIDELINE).
+    guideline: str = ""
+    # A corpus older than this (hours since its last good scrape) is a divergence for
+    # `guiderag check` and a warning in the app's sidebar; 0: no age limit.
+    max_age_hours: float = 0.0
 
     # --- scraper -----------------------------------------------------------
     user_agent: str = "guiderag/0.1 (clinical-guideline chatbot; polite crawler)"
@@ -188,13 +203,26 @@ class Settings:
     # --- derived paths -----------------------------------------------------
     @property
     def index_dir(self) -> Path:
-        """Directory holding the retrieval index versions, beside the db."""
-        return self.db.with_name(self.db.name + ".index")
+        """Directory holding the retrieval index versions of this guideline, beside the db:
+        <db>.index/ for the default guideline (as before there were several), else
+        <db>.index/<guideline id>/."""
+        root = self.db.with_name(self.db.name + ".index")
+        return root if self.guideline in ("", DEFAULT_GUIDELINE) else root / self.guideline
 
     @property
     def workbook_path(self) -> Path:
-        """The URL workbook written by each scrape."""
-        return self.urls_xlsx or self.db.with_name(self.db.stem + ".urls.xlsx")
+        """The URL workbook written by each scrape of this guideline: <db stem>.urls.xlsx for
+        the default guideline, <db stem>.<guideline id>.urls.xlsx for another."""
+        if self.urls_xlsx:
+            return self.urls_xlsx
+        infix = "" if self.guideline in ("", DEFAULT_GUIDELINE) else "." + self.guideline
+        return self.db.with_name(f"{self.db.stem}{infix}.urls.xlsx")
+
+    @property
+    def check_status_path(self) -> Path:
+        """Where `guiderag check` records its last result for this guideline (a small JSON
+        file beside the store, never the store itself): <db>.check/<guideline id>.json."""
+        return self.db.with_name(self.db.name + ".check") / f"{self.guideline or DEFAULT_GUIDELINE}.json"
 
     @property
     def model_configured(self) -> bool:
@@ -228,6 +256,10 @@ class Settings:
 
     def validate(self) -> None:
         """Raise InputError for values no run could use."""
+        if self.guideline:
+            check_guideline_id(self.guideline)
+        if self.max_age_hours < 0:
+            raise InputError(f"max_age_hours must be >= 0 (0: no limit), not {self.max_age_hours}")
         if self.pipeline not in PIPELINES:
             raise InputError(f"pipeline must be one of {', '.join(PIPELINES)}, not {self.pipeline!r}")
         if self.mode not in MODES:
@@ -254,6 +286,17 @@ class Settings:
             raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
+
+
+def check_guideline_id(gid: str) -> str:
+    """`gid` when it can name a guideline, else InputError saying what an id may be."""
+    if not isinstance(gid, str) or not GUIDELINE_ID.match(gid) or gid in RESERVED_GUIDELINE_IDS:
+        raise InputError(
+            f"{gid!r} cannot name a guideline: use 1-40 lower-case letters, digits, '-' or '_', "
+            f"starting with a letter or digit (not v-/tmp-, not {', '.join(sorted(RESERVED_GUIDELINE_IDS))}), "
+            "e.g. --guideline gastric"
+        )
+    return gid
 
 
 def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:

@@ -164,6 +164,31 @@ def _prune(index_dir: Path, keep: str) -> None:
     remove_stale_builds(index_dir)
 
 
+def remove_index(index_dir: Path) -> bool:
+    """Delete the index in `index_dir` (CURRENT, its versions, dead builds' folders; a
+    build still writing keeps its own), leaving anything else there (the default
+    guideline's folder holds the other guidelines' folders); the folder itself goes when
+    nothing is left. True when there was one."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        return False
+    found = False
+    for path in [index_dir / "CURRENT", *index_dir.glob("CURRENT.*.tmp")]:
+        if path.exists():
+            path.unlink()
+            found = True
+    for folder in index_dir.glob("v-*"):
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            found = True
+    found = bool(remove_stale_builds(index_dir)) or found
+    try:
+        index_dir.rmdir()  # only when empty
+    except OSError:
+        pass
+    return found
+
+
 def _corrupt(index_dir: Path, what: str) -> IndexCorruptError:
     return IndexCorruptError(
         f"the retrieval index in {index_dir} {what}; run `guiderag index` to rebuild it "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable, TypeVar
+from urllib.parse import quote
 
 from guiderag.errors import StoreAccessError
 from guiderag.redact import redact
@@ -162,10 +163,12 @@ class GuardedConnection(sqlite3.Connection):
         return _guarded(self.store_path, super().__exit__, *exc_info)
 
 
-def connect(path: Path | str, *, timeout: float = 30.0) -> GuardedConnection:
-    """Open the SQLite file at `path` (rows as sqlite3.Row) through GuardedConnection."""
+def connect(path: Path | str, *, timeout: float = 30.0, readonly: bool = False) -> GuardedConnection:
+    """Open the SQLite file at `path` (rows as sqlite3.Row) through GuardedConnection;
+    `readonly` opens it with mode=ro: SQLite then writes nothing to the file."""
+    target = "file:" + quote(str(Path(path).resolve())) + "?mode=ro" if readonly else str(path)
     try:
-        conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False,
+        conn = sqlite3.connect(target, timeout=timeout, check_same_thread=False, uri=readonly,
                                factory=GuardedConnection)
     except sqlite3.DatabaseError as exc:
         if is_store_failure(exc):

@@ -6,7 +6,8 @@
     with site.serve() as base:          # "http://127.0.0.1:PORT"
         scrape(settings, base + "/guide/index.html")
 
-Like `http.server`, pages go out as `text/html` with no charset unless asked, the trap a
+A page may be given for one query string too (`site.page("/q.html?print=1", ...)`); other
+queries get the page of the path. Like `http.server`, pages go out as `text/html` with no charset unless asked, the trap a
 real scraper must survive. A site can answer 404/500, redirect, send ETags and answer 304,
 fail its first N requests for a path (with headers such as Retry-After), trickle a body one
 byte at a time, answer every request with one status (an outage), or go down (drop
@@ -107,7 +108,8 @@ class Site:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 (stdlib name)
-                path = urlsplit(self.path).path
+                parts = urlsplit(self.path)
+                path = parts.path
                 with site.lock:
                     site.requests += 1
                     site.hits[path] += 1
@@ -122,7 +124,9 @@ class Site:
                 if site.outage_status is not None:
                     self._send(site.outage_status, b"<html><body>unavailable</body></html>", "text/html", {})
                     return
-                route = site.routes.get(path)
+                # a route for the path with its query ("/q.html?print=1") first, then the path's
+                route = site.routes.get(f"{path}?{parts.query}") if parts.query else None
+                route = route or site.routes.get(path)
                 if route is None:
                     self._send(404, b"<html><body><h1>Not Found</h1></body></html>", "text/html", {})
                     return

@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
-from guiderag.settings import EXTRACT, MODEL_MODES, Settings
+from guiderag.settings import AUTO_GUIDELINE, EXTRACT, MODEL_MODES, Settings
 
 # Absolute imports: `guiderag chat` hands this very file to `streamlit run`, which runs it
 # as __main__, outside its package.
@@ -20,9 +20,11 @@ from guiderag.ui.render import (
     answer_html,
     available_modes,
     error_details,
+    guidelines_html,
     is_sample_site,
     question_html,
     sidebar_html,
+    warning_text,
 )
 from guiderag.ui.session import ASK_LOCK, Turn, ask, retriever_loaded
 from guiderag.ui.text import CSS, MODE_LABELS, TEXT
@@ -72,12 +74,23 @@ def prepare_corpus(settings: Settings) -> None:
         )
 
 
-def sidebar(settings: Settings, status: StoreStatus) -> str:
-    """Draw the sidebar; return the chosen answer mode."""
+def sidebar(settings: Settings, status: StoreStatus) -> tuple[str, str]:
+    """Draw the sidebar; return the chosen answer mode and guideline ("auto": routed)."""
+    guideline = AUTO_GUIDELINE
     with st.sidebar:
-        st.subheader(TEXT["sidebar_guideline"])
-        st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
-        if is_sample_site(status.toc_url, settings):
+        for g in status.warnings:
+            st.warning(warning_text(g, settings))
+        if len(status.guidelines) > 1:
+            st.subheader(TEXT["sidebar_guidelines"].format(count=len(status.guidelines)))
+            st.markdown(guidelines_html(status, settings), unsafe_allow_html=True)
+            labels = {AUTO_GUIDELINE: TEXT["choose_auto"], **{g.id: g.label for g in status.guidelines}}
+            guideline = st.selectbox(TEXT["sidebar_choose"], list(labels), format_func=labels.__getitem__,
+                                     key="guideline")
+        else:
+            st.subheader(TEXT["sidebar_guideline"])
+            st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
+        if any(is_sample_site(g.toc_url, settings) for g in status.guidelines) or (
+                not status.guidelines and is_sample_site(status.toc_url, settings)):
             st.caption(TEXT["sidebar_sample_note"])
         st.subheader(TEXT["sidebar_mode"])
         modes = available_modes(settings)
@@ -98,7 +111,7 @@ def sidebar(settings: Settings, status: StoreStatus) -> str:
             st.session_state["history"] = []
         st.divider()
         st.caption(TEXT["disclaimer"])
-    return mode
+    return mode, guideline
 
 
 def main() -> None:
@@ -120,7 +133,7 @@ def main() -> None:
         st.error(TEXT["app_error"])
         st.markdown(error_details(exc), unsafe_allow_html=True)
         st.stop()
-    mode = sidebar(settings, status)
+    mode, guideline = sidebar(settings, status)
     if status.empty:
         st.info(TEXT["no_guideline"])
         st.stop()
@@ -144,9 +157,9 @@ def main() -> None:
         # extract answer takes milliseconds, and a spinner would only delay it (~270 ms).
         if mode in MODEL_MODES or not retriever_loaded(settings, status):
             with st.spinner(TEXT["thinking"]):
-                turn = ask(question, mode, settings, status)
+                turn = ask(question, mode, settings, status, guideline)
         else:
-            turn = ask(question, mode, settings, status)
+            turn = ask(question, mode, settings, status, guideline)
         render_reply(turn, settings)
     history.append(turn)
 

@@ -19,7 +19,7 @@ from guiderag.redact import redact
 from guiderag.resources import SAMPLE_TOC_PATH
 from guiderag.settings import EXTRACT, MODEL_MODES, Settings
 
-from .bootstrap import StoreStatus
+from .bootstrap import GuidelineStatus, StoreStatus
 from .text import TEXT
 
 # Characters that Markdown, Streamlit's directives (:red[...], :emoji:) or LaTeX ($) could
@@ -210,6 +210,9 @@ def answer_html(
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_sources"])}</p>')
     else:
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_governed"])}</p>')
+    which = answered_from(answer)
+    if which:
+        parts.append(f'<p class="grag-guideline">{escape_text(which)}</p>')
     if answer.passages:
         parts.extend(
             passage_html(runs, tz, (pages or {}).get((runs[0].url, runs[0].version)))
@@ -222,6 +225,16 @@ def answer_html(
             f'<p class="grag-audit">{escape_text(TEXT["audit"].format(audit_id=answer.audit_id))}</p>'
         )
     return block("".join(parts), "grag-answer grag-governed")
+
+
+def answered_from(answer: Answer) -> str:
+    """"回答したガイドライン：…" when the store holds several guidelines (routing chose one),
+    else "" (one guideline: nothing to say)."""
+    routing = getattr(answer, "routing", None) or {}
+    guideline = getattr(answer, "guideline", None)
+    if routing.get("method") in (None, "only") or not guideline:
+        return ""
+    return TEXT["answered_from"].format(title=guideline.get("title") or guideline.get("id"))
 
 
 def question_html(question: str) -> str:
@@ -264,6 +277,32 @@ def site_label(status: StoreStatus, settings: Settings) -> str:
     if is_sample_site(status.toc_url, settings):
         return TEXT["sidebar_sample"]
     return urlsplit(status.toc_url).hostname or status.toc_url
+
+
+def guidelines_html(status: StoreStatus, settings: Settings) -> str:
+    """Several guidelines: each one's title, site (a link unless it is the sample), pages
+    and last scrape."""
+    items = []
+    for g in status.guidelines:
+        if g.toc_url and not is_sample_site(g.toc_url, settings):
+            site = link(g.toc_url, urlsplit(g.toc_url).hostname or g.toc_url)
+        else:
+            site = escape_text(TEXT["sidebar_sample"] if g.toc_url else "—")
+        scraped = format_date(g.last_scraped, settings.display_timezone, with_time=True)
+        items.append(
+            f"<dt>{escape_text(g.label)}</dt><dd>{site}<br>"
+            f"{escape_text(TEXT['sidebar_pages'])} {escape_text(str(g.pages))}・"
+            f"{escape_text(TEXT['sidebar_scraped'])} {escape_text(scraped)}</dd>"
+        )
+    return block(f"<dl>{''.join(items)}</dl>", "grag-sidebar grag-guidelines")
+
+
+def warning_text(g: GuidelineStatus, settings: Settings) -> str:
+    """The sidebar's warning for one guideline (its last check, or its age)."""
+    when = format_date(g.checked_at, settings.display_timezone, with_time=True)
+    key = {"diverged": "warn_diverged", "too_old": "warn_stale", "failed": "warn_check_failed"}.get(
+        g.warning or "", "warn_stale")
+    return TEXT[key].format(title=g.label, when=when, hours=f"{settings.max_age_hours:g}")
 
 
 def sidebar_html(status: StoreStatus, settings: Settings) -> str:

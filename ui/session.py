@@ -1,8 +1,8 @@
 """One patient's question in the chat: answered on its own, with what the page needs to show it.
 
-No Streamlit here. The retriever is loaded once per process and store state (a new scrape
-gives a new run id, and so a new retriever), and shared by every browser session of the
-process, as Streamlit's own resource cache would.
+No Streamlit here. The guidelines' retrievers (a chatbot.Library) are loaded once per
+process and store state (a new scrape gives a new run id, and so a new library), and
+shared by every browser session of the process, as Streamlit's own resource cache would.
 """
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from guiderag.chatbot import Chatbot
+from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
 from guiderag.errors import GuideragError, ModelError, QuestionError
-from guiderag.retrieval import Retriever, load_retriever
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
 
@@ -24,12 +23,12 @@ from .bootstrap import StoreStatus
 from .render import incident
 
 _log = logging.getLogger("guiderag.app")
-RETRIEVERS_KEPT = 4  # settings and store states whose retriever stays loaded
+RETRIEVERS_KEPT = 4  # settings and store states whose retrievers stay loaded
 
 # One answer at a time per process. Streamlit runs each browser session in its own thread;
 # loading the index may rebuild it, which analyses text too.
 ASK_LOCK = threading.Lock()
-_RETRIEVERS: OrderedDict[tuple[str, int | None], Retriever] = OrderedDict()
+_LIBRARIES: OrderedDict[tuple[str, int | None], Library] = OrderedDict()
 
 
 @dataclass
@@ -49,36 +48,43 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(repr(settings).encode("utf-8")).hexdigest()
 
 
-def get_retriever(settings: Settings, status: StoreStatus) -> Retriever:
-    """The retriever of these settings and this store state, loaded once per process."""
+def get_library(settings: Settings, status: StoreStatus) -> Library:
+    """The guidelines of these settings and this store state, each guideline's retriever
+    loaded once per process (call with ASK_LOCK held: a library is used under it only)."""
     key = (settings_key(settings), status.last_run_id)
-    retriever = _RETRIEVERS.get(key)
-    if retriever is None:
-        retriever = load_retriever(settings)
-        _RETRIEVERS[key] = retriever
-        while len(_RETRIEVERS) > RETRIEVERS_KEPT:
-            _RETRIEVERS.popitem(last=False)
+    library = _LIBRARIES.get(key)
+    if library is None:
+        library = Library(settings)
+        try:
+            for gid in library.ids:
+                library.retriever(gid)
+        except BaseException:
+            library.close()
+            raise
+        _LIBRARIES[key] = library
+        while len(_LIBRARIES) > RETRIEVERS_KEPT:
+            _LIBRARIES.popitem(last=False)[1].close()
     else:
-        _RETRIEVERS.move_to_end(key)
-    return retriever
+        _LIBRARIES.move_to_end(key)
+    return library
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
     """False before the first question of a process (or after a new scrape): loading the
     index then takes a moment, worth a spinner even in extract mode."""
-    return (settings_key(settings), status.last_run_id) in _RETRIEVERS
+    return (settings_key(settings), status.last_run_id) in _LIBRARIES
 
 
-def ask(question: str, mode: str, settings: Settings, status: StoreStatus) -> Turn:
-    """Answer one question on its own (no history goes to the model) and record the turn."""
+def ask(question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None) -> Turn:
+    """Answer one question on its own (no history goes to the model) and record the turn;
+    `guideline` restricts it to one guideline (None or "auto": the one that governs it)."""
     turn = Turn(question=question)
     try:
         with ASK_LOCK:
             # Inside the lock: loading may rebuild a stale index, which analyzes text too.
-            retriever = get_retriever(settings, status)
-            with Chatbot(settings, retriever=retriever) as bot:
-                turn.answer = bot.ask(question, mode)
-            turn.pages = cited_pages(turn.answer, retriever.pages)
+            library = get_library(settings, status)
+            turn.answer = library.ask(question, mode, guideline)
+            turn.pages = cited_pages(turn.answer, [p for r in library.loaded() for p in r.pages])
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError
