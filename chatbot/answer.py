@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from guiderag.settings import AUTO_GUIDELINE
+
 if TYPE_CHECKING:
     from guiderag.retrieval.result import RetrievalResult
 
@@ -61,12 +63,23 @@ class Answer:
     model_use: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The raw replies, by role (audit only: never shown, not in the JSON).
     model_replies: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    # {"id", "title"} of the guideline the answer comes from; None for a refusal when the
+    # question was routed automatically and no guideline governs it
+    guideline: dict[str, str] | None = None
+    routing: dict[str, Any] | None = None  # how the guideline was chosen (chatbot.routing)
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
     @property
     def governed(self) -> bool:
         return self.coverage == GOVERNED
+
+    def attach_guideline(self, guideline: dict[str, str] | None, routing: dict[str, Any] | None) -> None:
+        """Say which guideline answered. A refusal of an automatically routed question names
+        none: no guideline governs it (routing still says which one was read)."""
+        self.routing = routing
+        auto = routing is not None and routing.get("requested") == AUTO_GUIDELINE and routing.get("method") != "only"
+        self.guideline = None if (auto and not self.governed) else guideline
 
     def to_json(self) -> dict[str, Any]:
         """The contract's JSON object (plus additive fields)."""
@@ -87,6 +100,8 @@ class Answer:
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 1),
             "notes": list(self.notes),
             "model_use": {role: dict(use) for role, use in self.model_use.items()},
+            "guideline": dict(self.guideline) if self.guideline is not None else None,
+            "routing": dict(self.routing) if self.routing is not None else None,
         }
 
     @property

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from guiderag.clock import utc_now_ms
-from guiderag.errors import StoreError, WorkbookError
+from guiderag.errors import StoreAccessError, StoreError, WorkbookError
 from guiderag.files import save_workbook_atomic
+from guiderag.redact import redact
+from guiderag.store.connection import restate
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -49,6 +51,8 @@ CREATE TABLE IF NOT EXISTS audit (
     error           TEXT,
     latency_ms      REAL,
     answer_json     TEXT,               -- the full answer object (without audit_id)
+    guideline       TEXT,               -- id of the guideline answered from (none: no guideline governs)
+    routing         TEXT,               -- JSON: how that guideline was chosen (chatbot.routing)
     model_use       TEXT,               -- JSON: what each model asked did (outcome, why, what was shown)
     model_replies   TEXT                -- JSON: the models' raw replies, by role (never shown)
 );
@@ -58,7 +62,8 @@ CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
 COLUMNS = [
     "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
     "keywords_model", "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
-    "unsupported", "coverage", "error", "latency_ms", "answer_json", "model_use", "model_replies",
+    "unsupported", "coverage", "error", "latency_ms", "answer_json", "guideline", "routing",
+    "model_use", "model_replies",
 ]
 # A raw model reply is kept up to this many characters (a runaway loop is not worth more).
 REPLY_KEEP_CHARS = 8000
@@ -109,16 +114,35 @@ class AuditLog:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self._lock = threading.Lock()  # one connection may serve several app threads
+        self._ready = False  # the table exists with every column
+        with self._lock:
+            self._prepare(create=False)
+
+    def _prepare(self, *, create: bool) -> bool:
+        """Make sure the table is there (with create) and has every column; True when it is.
+
+        Created with the first row, not on opening: a command that fails before it audits
+        anything (a damaged store, a missing index) writes nothing to the file. Call with
+        self._lock held."""
+        if self._ready:
+            return True
         try:
-            with self._lock, self.conn:
+            exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").fetchone()
+            if not exists and not create:
+                return False
+            with self.conn:
                 self.conn.executescript(SCHEMA)
                 # A table from an older guiderag lacks newer columns: add them (additive).
                 have = {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}
                 for column in COLUMNS:
                     if column not in have:
                         self.conn.execute(f"ALTER TABLE audit ADD COLUMN {column}")
+        except StoreAccessError as exc:
+            raise restate(exc, "cannot open the audit log in the page store") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot create the audit table: {exc}") from exc
+        self._ready = True
+        return True
 
     # -- writing --------------------------------------------------------------------
     def record(
@@ -150,6 +174,8 @@ class AuditLog:
             "error": answer.error,
             "latency_ms": answer.latency_ms,
             "answer_json": json.dumps(payload, ensure_ascii=False),
+            "guideline": (answer.guideline or {}).get("id"),
+            "routing": json.dumps(answer.routing, ensure_ascii=False) if answer.routing is not None else None,
             **_model_columns(answer.model_use, answer.model_replies),
         })
 
@@ -164,6 +190,8 @@ class AuditLog:
         keywords_model: str | None = None,
         retrieval: dict[str, Any] | None = None,
         latency_ms: float | None = None,
+        guideline: str | None = None,
+        routing: dict[str, Any] | None = None,
         model_use: dict[str, Any] | None = None,
         model_replies: dict[str, str] | None = None,
     ) -> int:
@@ -187,18 +215,28 @@ class AuditLog:
             "error": error,
             "latency_ms": latency_ms,
             "answer_json": None,
+            "guideline": guideline,
+            "routing": json.dumps(routing, ensure_ascii=False) if routing is not None else None,
             **_model_columns(model_use or {}, model_replies or {}),
         })
 
     def _insert(self, row: dict[str, Any]) -> int:
+        # An error message may quote a URL with credentials (a model endpoint): never stored.
+        for key in ("error", "answer_json", "model_use", "model_replies"):
+            if isinstance(row.get(key), str):
+                row[key] = redact(row[key])
         cols = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         try:
-            with self._lock, self.conn:  # one transaction: committed whole or rolled back
-                cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
+            with self._lock:
+                self._prepare(create=True)
+                with self.conn:  # one transaction: committed whole or rolled back
+                    cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
             if cur.lastrowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
                 raise sqlite3.DatabaseError("no row id after INSERT")
             return int(cur.lastrowid)
+        except StoreAccessError as exc:
+            raise restate(exc, "could not write the audit log, so the answer was not shown") from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"could not write the audit log ({exc}); the answer was not shown. Earlier audit "
@@ -209,11 +247,15 @@ class AuditLog:
     def rows(self) -> list[dict[str, Any]]:
         """Every row, oldest first."""
         with self._lock:
+            if not self._prepare(create=False):
+                return []
             cur = self.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM audit ORDER BY id")
             return [dict(zip(COLUMNS, r)) for r in cur.fetchall()]
 
     def get(self, audit_id: int) -> dict[str, Any] | None:
         with self._lock:
+            if not self._prepare(create=False):
+                return None
             r = self.conn.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM audit WHERE id = ?", (audit_id,)
             ).fetchone()
@@ -221,11 +263,15 @@ class AuditLog:
 
     def count(self) -> int:
         with self._lock:
+            if not self._prepare(create=False):
+                return 0
             return int(self.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
 
     def gaps(self) -> list[Gap]:
         """Not-covered questions grouped by normalised text, most asked first."""
         with self._lock:
+            if not self._prepare(create=False):
+                return []
             cur = self.conn.execute(
                 "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at) FROM audit "
                 "WHERE coverage = ? GROUP BY question_norm ORDER BY COUNT(*) DESC, MAX(asked_at) DESC",

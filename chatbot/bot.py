@@ -30,11 +30,12 @@ patient saw: lines | generate | extract | refusal), `failure` (call | reply) and
 from __future__ import annotations
 
 import functools
+import re
 import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import GuideragError, InputError, ModelBusyError, ModelError, ModelReplyError, StoreError
-from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
@@ -70,8 +71,14 @@ class Chatbot:
         llm: LLMClient | None = None,
         *,
         store: Store | None = None,
+        guideline: dict[str, str] | None = None,
+        routing: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings
+        # Which guideline answers ({"id", "title"}; None: the retriever's, looked up when
+        # asked) and how it was chosen (chatbot.library routes above this class).
+        self.guideline = guideline
+        self.routing = routing
         self._retriever = retriever
         self.llm = llm or LLMClient(settings)
         # The audit table lives in the page store's file. create=False: asking against a
@@ -144,6 +151,7 @@ class Chatbot:
             self._record_error(text, exc, mode, state, started)
             raise
         answer.notes = list(cleaned.notes) + answer.notes
+        answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = state["result"]
         answer.model_use = state["model_use"]
         answer.model_replies = state["replies"]
@@ -180,9 +188,20 @@ class Chatbot:
         pipeline, which stays as published."""
         if self.settings.min_line_coverage <= 0 or result.pipeline == PROTOCOL:
             return None
-        # The retriever's own query weights (verbs and unseen compounds count less than nouns).
-        weights = self.retriever.query_weights(question, result.keywords)
-        return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        # The retriever's own query slots: weights (verbs, unseen compounds and everyday words
+        # count less than topic nouns) and expansions. Keywords may only add evidence: the
+        # better of the question's coverage alone and with the keywords' known terms.
+        slots = self._slots(question, result)
+        if not slots:
+            weights = self.retriever.query_weights(question, result.keywords)
+            return line_coverage(question, result.passages, self._analyze(), weights, result.keywords)
+        return max(line_coverage(question, result.passages, self._analyze(), slots=s) for s in slots)
+
+    def _slots(self, question: str, result: RetrievalResult) -> list[Any]:
+        """The retriever's query slots (question alone, then with keywords), or [] when it
+        has none (a retriever without query_slots)."""
+        query_slots = getattr(self.retriever, "query_slots", None)
+        return list(query_slots(question, result.keywords)) if query_slots is not None else []
 
     def _retrieval_json(self, result: RetrievalResult, coverage: float | None = None) -> dict[str, Any]:
         data = result.to_json()
@@ -195,10 +214,14 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from guiderag.retrieval.keywords import keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import guide_terms_prompt, keyword_prompt, parse_keywords
 
-        count = self.settings.keyword_count
-        system, user = keyword_prompt(question, count)
+        if self.settings.pipeline == PROTOCOL:  # the published prompt
+            count = self.settings.keyword_count
+            system, user = keyword_prompt(question, count)
+        else:  # the guideline's words for the question; they may only add evidence
+            count = self.settings.model_terms
+            system, user = guide_terms_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
         try:
             reply = self._call(state, "keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
@@ -244,6 +267,7 @@ class Chatbot:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
             self._analyze(), self._idf(), heading_max_chars=self.settings.heading_max_chars,
+            slots=(self._slots(question, result) or [None])[-1],
         )
         if not text:
             return self._refusal(question, EXTRACT, result, rjson, error=error)
@@ -416,10 +440,23 @@ class Chatbot:
             return self._refusal(question, EXTRACT, result, rjson, error=note)
         return self._extract(question, result, rjson, error=note)
 
+    def _guideline_ref(self) -> dict[str, str] | None:
+        """{"id", "title"} of the guideline answered from: the one given, else the loaded
+        retriever's (None before a retriever is loaded)."""
+        if self.guideline is not None:
+            return self.guideline
+        if self._retriever is None:
+            return None
+        gid = getattr(self._retriever.settings, "guideline", "") or DEFAULT_GUIDELINE
+        known = self.store.get_guideline(gid)
+        self.guideline = {"id": gid, "title": known.title if known is not None else ""}
+        return self.guideline
+
     def _record_error(
         self, question: str, exc: BaseException, mode: str | None, state: dict[str, Any], started: float
     ) -> None:
         result = state.get("result")
+        guideline = self._guideline_ref()
         message = str(exc) if isinstance(exc, GuideragError) else f"{type(exc).__name__}: {exc}"
         self.audit.record_error(
             question,
@@ -430,18 +467,23 @@ class Chatbot:
             keywords_model=state.get("keywords_model"),
             retrieval=result.to_json() if result is not None else None,
             latency_ms=(time.perf_counter() - started) * 1000.0,
+            guideline=guideline["id"] if guideline else None,
+            routing=self.routing,
             model_use=state.get("model_use") or {},
             model_replies=state.get("replies") or {},
         )
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:\d+[.)．、:：]|[-*•●○◆■・])")
+
+
 def _lines_read(count: int) -> Callable[[str], str | None]:
-    """Stop reading a keywords reply once it has `count` complete lines (a one-line answer
-    is complete at its newline): a small model runs on with the question again and again."""
+    """Stop reading a keywords reply at the end of its first line (the format asked for: one
+    line), or after `count` lines when it is a list: a small model runs on with the question
+    again and again."""
     def check(text: str) -> str | None:
-        body = text.lstrip()
-        done = [line for line in body.split("\n")[:-1] if line.strip()]
-        if done and (len(done) >= count or "、" in done[0] or "," in done[0]):
+        done = [line for line in text.lstrip().split("\n")[:-1] if line.strip()]
+        if done and (not _LIST_ITEM.match(done[0]) or len(done) >= count):
             return "the keywords line is complete"
         return None
 

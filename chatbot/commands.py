@@ -11,18 +11,21 @@ from guiderag.store import Store
 
 from .answer import Answer
 from .audit import AuditLog
-from .bot import Chatbot
+from .library import Library
 
 SUMMARY_LABEL = "要約（AIが生成した文章です。下の原文で確かめてください）"
 SOURCES_LABEL = "出典"
 UNSUPPORTED_LABEL = "⚠ 参考情報にない語を含む文"
 FALLBACK_NOTE = "AIの回答を使えなかったため、AIを使わずに原文の抜粋でお答えしています。"
+GUIDELINE_LABEL = "回答したガイドライン:"
+NO_GUIDELINE_LABEL = "どのガイドラインにも記載がありません"
 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
-    """Answer one question: readable text with sources, or one JSON object with --json."""
-    with Chatbot(settings) as bot:
-        answer = bot.ask(args.question, getattr(args, "mode", None))
+    """Answer one question from the guideline that governs it (--guideline ID|auto):
+    readable text with sources, or one JSON object with --json."""
+    with Library(settings) as library:
+        answer = library.ask(args.question, getattr(args, "mode", None))
     for note in answer.notes:
         print(f"guiderag: note: {note}", file=sys.stderr)
     if answer.error:
@@ -61,6 +64,10 @@ def format_answer(answer: Answer) -> str:
             out.append(f"- {p.title} — {p.url} (版 {p.version}, 行 {number_ranges(p.lines)})")
     for note in answer.notes:
         out.append(f"（{note}）")
+    if (answer.routing or {}).get("method") not in (None, "only"):
+        # several guidelines: say which one answered (or that none governs the question)
+        out.append(f"[{GUIDELINE_LABEL} {answer.guideline['title'] or answer.guideline['id']}]"
+                   if answer.guideline else f"[{NO_GUIDELINE_LABEL}]")
     if answer.audit_id is not None:
         out.append(f"[記録番号 {answer.audit_id}]")
     return "\n".join(out)

@@ -21,11 +21,21 @@ from typing import Callable, Mapping, Sequence
 from guiderag.retrieval.result import Passage
 
 from .answer import ShownPassage
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
 
+from .answer_type import asked_kinds, gives
 from .shown import Pick, render
 
 Analyze = Callable[[str], Sequence[str]]
+# The retriever's query slots (retrieval.query): (mass, {corpus term: lambda}) per question
+# term; a line finds a slot at the best lambda of the alternatives it holds.
+Slots = Sequence[tuple[float, Mapping[str, float]]]
+# Bonus of a line that gives the kind of answer the question asks for (chatbot.answer_type:
+# a duration for どのくらい, a permission for 〜てもいい), against its overlap score in [0, 1].
+ANSWER_TYPE_WEIGHT = 0.35
+# A line introducing a list (次のような..., ending with a colon) brings this many of the
+# short lines after it: without its items it answers nothing.
+LIST_ITEMS_BROUGHT = 6
 # Weight of the passage's retrieval score against the line's own overlap score.
 PASSAGE_WEIGHT = 0.25
 # Weight of the character-bigram overlap (fraction of the question's bigrams in the line).
@@ -59,19 +69,50 @@ def _bigrams(text: str) -> set[str]:
     return {t[i : i + 2] for i in range(len(t) - 1)}
 
 
+def slot_overlap(slots: Slots, terms: set[str] | frozenset[str]) -> float:
+    """The share of the slots' mass a set of terms finds (each slot at its best lambda)."""
+    total = sum(m for m, _ in slots)
+    if total <= 0:
+        return 0.0
+    found = 0.0
+    for mass, alternatives in slots:
+        best = max((lam for a, lam in alternatives.items() if a in terms), default=0.0)
+        found += mass * best
+    return found / total
+
+
+def distinct_passages(passages: Sequence[Passage]) -> list[Passage]:
+    """The passages without those of a page whose text another URL already gave (the same
+    page reached as page.html and page.html?from=toc): its lines would be shown twice."""
+    first_url: dict[str, str] = {}
+    out = []
+    for p in passages:
+        url = first_url.setdefault(p.page.content_hash or p.page.url, p.page.url)
+        if url == p.page.url:
+            out.append(p)
+    return out
+
+
 def score_lines(
     question: str,
     keywords: Sequence[str],
     passages: Sequence[Passage],
     analyze: Analyze,
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
+    slots: Slots | None = None,
 ) -> list[ScoredLine]:
-    """Every distinct non-blank reference line with its score, best first."""
+    """Every distinct non-blank reference line with its score, best first.
+
+    With `slots` (the retriever's), a line's overlap is the share of their mass it finds,
+    expansions included (a line saying 脱毛 finds 髪が抜ける); else the IDF share of the
+    question's terms. A line giving the kind of answer asked for (chatbot.answer_type)
+    gains ANSWER_TYPE_WEIGHT."""
     q_terms = question_terms(question, keywords, analyze)
     q_bigrams = _bigrams(question)
+    kinds = asked_kinds(question)
     entries: list[tuple[Pick, set[str], str]] = []
     seen: set[tuple[str, int, int]] = set()
-    for passage in passages:
+    for passage in distinct_passages(passages):
         for n in passage.lines:
             pick = Pick(passage.page, n, float(passage.score))
             text = passage.page.line(n)
@@ -84,9 +125,14 @@ def score_lines(
     max_weight = sum(weight.values()) or 1.0
     scored = []
     for order, (pick, terms, text) in enumerate(entries):
-        overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
+        if slots:
+            overlap = slot_overlap(slots, terms)
+        else:
+            overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
         bigram = len(q_bigrams & _bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0
         score = overlap * (1.0 + BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
+        if kinds and gives(text, kinds):
+            score += ANSWER_TYPE_WEIGHT
         scored.append(ScoredLine(pick, score, overlap, order))
     scored.sort(key=lambda s: (-(s.overlap > 0), -s.score, s.order))
     return scored
@@ -98,6 +144,7 @@ def line_coverage(
     analyze: Analyze,
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
     keywords: Sequence[str] = (),
+    slots: Slots | None = None,
 ) -> float:
     """How much of the question the best single reference line speaks to, in [0, 1].
 
@@ -108,7 +155,20 @@ def line_coverage(
     has one line naming most of what it asks about. Measured on the JSQuAD dev set this
     separates out-of-scope questions better than the passage score alone. Keywords (from a
     model) count as question terms: they bridge a patient's words to the guideline's.
+    With `slots` (the retriever's query, expansions included), the share of their mass
+    one line with its title finds, each slot at its best alternative's lambda.
     """
+    if slots is not None:
+        best = 0.0
+        title_terms: dict[tuple[str, int], set[str]] = {}
+        for p in passages:
+            key = (p.page.url, p.page.version)
+            if key not in title_terms:
+                title_terms[key] = set(analyze(unicodedata.normalize("NFKC", p.page.title)))
+            for n in p.lines:
+                terms = set(analyze(unicodedata.normalize("NFKC", p.page.line(n)))) | title_terms[key]
+                best = max(best, slot_overlap(slots, terms))
+        return best
     q_terms = question_terms(question, keywords, analyze)
     if not q_terms:
         return 0.0
@@ -162,12 +222,14 @@ def extract(
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
     *,
     heading_max_chars: int = HEADING_MAX_CHARS,
+    slots: Slots | None = None,
 ) -> tuple[str, list[ShownPassage]]:
     """The verbatim answer (lines joined by newlines) and where each line came from.
 
     Returns ("", []) when the reference has no non-blank line.
     """
-    scored = score_lines(question, keywords, passages, analyze, idf)
+    passages = distinct_passages(passages)
+    scored = score_lines(question, keywords, passages, analyze, idf, slots)
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
@@ -197,6 +259,7 @@ def extract(
     positive = [sl.pick for sl in ranked if not heading(sl.pick)]
     headings = [sl.pick for sl in ranked if heading(sl.pick)]
     ordered = first + positive or headings or [scored[0].pick]
+    ordered = _with_list_items(ordered, heading_max_chars)
     # Fillers: the lines around the best ones (an answer often runs on to the next line).
     fillers: list[Pick] = []
     for best in list(dict.fromkeys(ordered))[:NEIGHBOUR_SOURCES]:
@@ -205,3 +268,29 @@ def extract(
             if 1 <= n <= len(page.lines):
                 fillers.append(Pick(page, n, best.score))
     return render(ordered + fillers + headings, budget, heading_max_chars=heading_max_chars)
+
+
+_INTRODUCES = ("次のような", "次の", "以下のような", "以下の", "主な")
+
+
+def introduces_list(line: str) -> bool:
+    """A sentence announcing the lines after it (次のような場合があります。/ 主な症状：)."""
+    text = unicodedata.normalize("NFKC", line).strip()
+    return text.endswith((":", "：")) or (any(w in text for w in _INTRODUCES) and text.endswith(("。", "す")))
+
+
+def _with_list_items(picks: list[Pick], heading_max_chars: int) -> list[Pick]:
+    """Each of the first picks that introduces a list is followed by its items: the short
+    lines after it, up to the next sentence (items are often stored without bullets)."""
+    out: list[Pick] = []
+    for index, pick in enumerate(picks):
+        out.append(pick)
+        if index >= NEIGHBOUR_SOURCES or not introduces_list(pick.page.line(pick.line)):
+            continue
+        page = pick.page
+        for n in range(pick.line + 1, min(len(page.lines), pick.line + LIST_ITEMS_BROUGHT) + 1):
+            text = page.line(n)
+            if not text.strip() or not (is_list_item(text) or is_heading(text, heading_max_chars) or "|" in text):
+                break
+            out.append(Pick(page, n, pick.score))
+    return out

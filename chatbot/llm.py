@@ -24,6 +24,7 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 
 from guiderag.errors import ModelBusyError, ModelError, ModelNotConfiguredError
+from guiderag.redact import redact, redact_url
 from guiderag.settings import Settings
 
 ROLES = ("keywords", "answer")
@@ -115,7 +116,8 @@ class LLMClient:
 
     @property
     def endpoint(self) -> str:
-        return self.settings.openai_base_url or "the OpenAI API"
+        """The server, as shown in messages (without any credentials in the URL)."""
+        return redact_url(self.settings.openai_base_url) or "the OpenAI API"
 
     # -- calls --------------------------------------------------------------------
     def complete(
@@ -215,7 +217,7 @@ class LLMClient:
             raise self._timeout(where) from exc
         except openai.APIConnectionError as exc:
             raise ModelError(
-                f"cannot reach {where}: {exc}. Is the server running, and is OPENAI_BASE_URL right?"
+                f"cannot reach {where}: {redact(str(exc))}. Is the server running, and is OPENAI_BASE_URL right?"
             ) from exc
         except openai.APIStatusError as exc:
             raise ModelError(

@@ -49,12 +49,18 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("--out is the question workbook itself: choose another file for the results")
     questions = read_questions(args.questions)
 
-    from .runner import run_questions
+    from .runner import EvalInterrupted, run_questions
 
     try:
         outcome = run_questions(settings, questions, args.out, mode=args.mode)
-    except KeyboardInterrupt:
-        print(f"guiderag: interrupted: the questions done so far are in {args.out} (marked partial)", file=sys.stderr)
+    except EvalInterrupted as exc:
+        if exc.written:
+            print(f"guiderag: interrupted: the {exc.done} of {exc.total} questions done so far are in "
+                  f"{args.out} (marked partial)", file=sys.stderr)
+        else:
+            older = (f"; {args.out} is an earlier run's and was left untouched" if args.out.exists() else "")
+            print(f"guiderag: interrupted before any question was answered: no results were written{older}",
+                  file=sys.stderr)
         raise
     if as_json:
         _print_json({"out": str(args.out), "questions": outcome.total,
@@ -73,20 +79,51 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
-    """Build, serve and scrape the JSQuAD site; evaluate each pipeline and mode; print one table."""
-    from .devbench import run_devbench as bench
+SUITES = ("jsquad", "patient", "all")
 
-    report = bench(
-        settings,
-        pipelines=_list(args.pipelines, "pipelines"),
-        modes=_list(args.modes, "modes"),
-        bench_dir=args.bench_dir,
-        limit=args.limit,
-        workdir=args.workdir,
-    )
+
+def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
+    """The dev benchmarks (--suite jsquad|patient|all): build or serve each site, scrape it,
+    evaluate, print the tables and the refusal curves."""
+    suite = getattr(args, "suite", None) or "all"
+    if suite not in SUITES:
+        raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
+    workdir = args.workdir
+    out: dict[str, Any] = {}
+    texts: list[str] = []
+    if suite in ("jsquad", "all"):
+        from .devbench import run_devbench as bench
+
+        report = bench(
+            settings,
+            pipelines=_list(args.pipelines, "pipelines"),
+            modes=_list(args.modes, "modes"),
+            bench_dir=args.bench_dir,
+            limit=args.limit,
+            workdir=workdir,
+        )
+        out["jsquad"] = report.to_json()
+        texts.append(report.table())
+    if suite in ("patient", "all"):
+        from .patient import run_patient_suite, suite_dir
+
+        try:
+            folder = suite_dir(getattr(args, "patient_dir", None))
+        except InputError as exc:
+            if suite == "patient":
+                raise
+            out["patient"] = {"skipped": str(exc)}
+            texts.append(f"patient suite skipped: {exc}")
+        else:
+            patient = run_patient_suite(
+                settings, bench_dir=folder, limit=args.limit,
+                workdir=workdir / "patient" if workdir is not None and suite == "all" else workdir,
+            )
+            out["patient"] = patient.to_json()
+            texts.append(patient.text())
     if getattr(args, "json", False):
-        _print_json(report.to_json())
+        # all: the JSQuAD report's fields as before, the patient suite's under "patient"
+        _print_json({**out["jsquad"], "patient": out["patient"]} if suite == "all" else next(iter(out.values())))
     else:
-        print(report.table())
+        print("\n\n".join(texts))
     return 0

@@ -7,22 +7,22 @@ Modes that need a language model are reported as skipped when none is configured
 """
 from __future__ import annotations
 
-import contextlib
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from guiderag.errors import InputError
-from guiderag.settings import EXTRACT, MODES, PIPELINES, Settings
+from guiderag.settings import EXTRACT, MODES, OURS, PIPELINES, Settings
 from guiderag.scraper.sample import serve_directory
 
 from . import jsquad
+from .metrics import summarize
+from .patient import CURVE_RUN_GATE, SuiteReport, apply_gate, suite_report
 from .runner import run_questions
+from .workdir import fresh_store, workdir_for
 from .workbook import IN_SCOPE, write_questions
 
 DB_NAME = "devbench.db"
@@ -32,6 +32,7 @@ SITE_DIR = "site"
 TABLE: list[tuple[str, str, str]] = [
     ("coverage_in_scope", "answered", "{:.3f}"),
     ("right_page_first", "right page first", "{:.3f}"),
+    ("routing_accuracy", "routed right", "{:.3f}"),
     ("answer_in_reference", "answer in reference", "{:.3f}"),
     ("gold_in_answer", "gold in answer", "{:.3f}"),
     ("answer_chars_mean", "mean answer chars", "{:.0f}"),
@@ -75,10 +76,12 @@ class BenchReport:
     scrape: dict[str, int]
     workdir: str | None
     runs: list[BenchRun]
+    curves: list[SuiteReport] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data["runs"] = [r.to_json() for r in self.runs]
+        data["curves"] = [c.to_json() for c in self.curves]
         return data
 
     def table(self) -> str:
@@ -105,6 +108,8 @@ class BenchReport:
         lines += [
             "",
             "right page first, answer in reference, gold in answer: in-scope questions; a refusal counts as a miss.",
+            "routed right: in-scope questions whose gold page belongs to the guideline they were routed to "
+            "(one guideline here, so every question with a stored gold page).",
             "answer in reference: a gold answer string inside the retrieval reference "
             "(at most reference_chars); gold in answer: inside the answer shown (at most answer_chars).",
             "out-of-scope refused: held-back articles' questions answered with the refusal; "
@@ -123,27 +128,9 @@ class BenchReport:
         ]
         if self.workdir:
             lines.append(f"site, store and result workbooks: {self.workdir}")
+        for c in self.curves:
+            lines += ["", c.text()]
         return "\n".join(lines)
-
-
-@contextlib.contextmanager
-def _workdir(path: Path | None) -> Iterator[tuple[Path, bool]]:
-    if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
-        yield path, True
-        return
-    with tempfile.TemporaryDirectory(prefix="guiderag-devbench-") as tmp:
-        yield Path(tmp), False
-
-
-def _fresh_store(settings: Settings) -> None:
-    """Remove the store (and its index) an earlier devbench left in the work folder."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        p = settings.db.with_name(settings.db.name + suffix)
-        if p.exists():
-            p.unlink()
-    if settings.index_dir.is_dir():
-        shutil.rmtree(settings.index_dir)
 
 
 def run_devbench(
@@ -180,11 +167,11 @@ def run_devbench(
         why = "--limit" if limit else "GUIDERAG_DEVBENCH_SAMPLE"
         sampled = f"a deterministic sample of {len(chosen)} of {len(all_questions)} ({why})"
 
-    with _workdir(workdir) as (work, keep):
+    with workdir_for(workdir) as (work, keep):
         site = work / SITE_DIR
         toc = jsquad.build_site(inside, site)
         base = settings.replace(db=work / DB_NAME, delay_s=0.0, urls_xlsx=work / "urls.xlsx")
-        _fresh_store(base)
+        fresh_store(base)
         write_questions(chosen, work / "questions.xlsx")
         log(f"devbench: {len(inside)} articles on the site, {len(outside)} held back; {len(chosen)} questions")
         with serve_directory(site) as root:
@@ -204,6 +191,7 @@ def run_devbench(
 
         retrieval.build_index(base)  # as `guiderag scrape` does after a changed corpus
         runs: list[BenchRun] = []
+        curves: list[SuiteReport] = []
         for pipeline in pipelines:
             ps = base.replace(pipeline=pipeline)
             retriever = None
@@ -216,11 +204,21 @@ def run_devbench(
                     retriever = retrieval.load_retriever(ps)
                 out = work / f"results-{pipeline}-{mode}.xlsx"
                 t0 = time.monotonic()
+                # ours: answered with the evidence gate open, so the refusal curve over the
+                # gate is exact (eval.patient); the table applies the configured gate.
+                curve_run = pipeline == OURS and ps.min_line_coverage > 0
+                rs = ps.replace(min_line_coverage=CURVE_RUN_GATE) if curve_run else ps
                 outcome = run_questions(
-                    ps, chosen, out, mode=mode, retriever=retriever, label=f"{pipeline}/{mode}",
+                    rs, chosen, out, mode=mode, retriever=retriever, label=f"{pipeline}/{mode}",
                     extra_meta=[("benchmark", "JSQuAD v1.3 dev site"), ("sample", sampled or "all questions")],
                 )
-                values = {k: v["value"] for k, v in outcome.summary.items()}
+                rows = apply_gate(outcome.rows, ps.min_line_coverage) if curve_run else outcome.rows
+                values = {k: v["value"] for k, v in summarize(rows).items()}
+                if curve_run and mode == EXTRACT:
+                    kinds = {str(r.get("id")): "in scope" if r.get("kind") == IN_SCOPE else "out of scope"
+                             for r in outcome.rows}
+                    curves.append(suite_report(f"JSQuAD ({pipeline}/{mode})", outcome.rows, kinds,
+                                               ps.min_line_coverage, ps.threshold, (), ()))
                 runs.append(BenchRun(pipeline, mode, "ok", metrics=values,
                                      workbook=str(out) if keep else None,
                                      seconds=round(time.monotonic() - t0, 1),
@@ -236,4 +234,5 @@ def run_devbench(
             scrape=summary.counts(),
             workdir=str(work) if keep else None,
             runs=runs,
+            curves=curves,
         )

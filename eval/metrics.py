@@ -177,6 +177,7 @@ SUMMARY_METRICS: list[tuple[str, str, str, str, str]] = [
     ("no_candidate_out_of_scope", "no_candidate", "mean", "out_of_scope", "out-of-scope questions left with no candidate page"),
     ("coverage_in_scope", "governed", "mean", "in_scope", "in-scope questions answered (governed)"),
     ("right_page_first", "page_first", "mean", "gold_url", "in-scope: the gold page is the top candidate"),
+    ("routing_accuracy", "routed_right", "mean", "gold_url", "in-scope: the gold page belongs to the guideline the question was routed to"),
     ("answer_in_reference", "answer_in_reference", "mean", "gold", "in-scope: a gold answer string is inside the retrieval reference"),
     ("gold_in_answer", "gold_hit", "mean", "gold", "in-scope: a gold answer string is inside the shown answer (refusal = miss)"),
     ("verbatim_rate", "verbatim", "mean", "governed", "answered: every answer line is a stored line of a cited page"),

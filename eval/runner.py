@@ -1,9 +1,12 @@
 """Run a question set through the chatbot, one fresh session per question, and score it.
 
-Each question gets a new `Chatbot` (sharing only the read-only retriever, the model
+Each question gets a new `Chatbot` (sharing only the read-only retrievers, the model
 client and the store connection), so no conversation state can leak from one question to
-the next. Each answer carries the retrieval result it came from (`Answer.retrieval_result`):
-the candidates and the whole reference, which the answer's JSON alone does not hold.
+the next; in a store of several guidelines the question is first routed to one
+(chatbot.Library), and the row records which, and whether the gold page belongs to it
+(routing accuracy). Each answer carries the retrieval result it came from
+(`Answer.retrieval_result`): the candidates and the whole reference, which the answer's
+JSON alone does not hold.
 
 Big sets (settings.eval_parallel_min questions or more) are spread over one worker
 process per core (spawned, each loading its own retriever), in batches; results are put
@@ -12,7 +15,8 @@ are measured inside each worker, with the other workers running).
 
 The results workbook is rewritten (atomically) now and then while the run goes on and
 once more at the end, also on Ctrl-C: an interrupted run leaves a valid workbook with
-every question done so far, marked partial.
+every question done so far, marked partial; interrupted before the first question was
+done, it writes nothing (an older workbook at that path stays, untouched).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from guiderag.errors import EvalError, GuideragError, ModelNotConfiguredError
 from guiderag.progress import Progress
+from guiderag.redact import redact
 from guiderag.settings import EXTRACT, Settings
 from guiderag.clock import utc_now
 
@@ -38,6 +43,17 @@ CHECKPOINT_MIN_S = 30.0
 CHECKPOINT_COST_FACTOR = 10.0
 BATCH_QUESTIONS = 25  # questions per task sent to a worker process
 MAX_AUTO_WORKERS = 4
+
+
+class EvalInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run: how far it got, and whether the results workbook
+    now holds this run's questions done so far (marked partial) or was not touched."""
+
+    def __init__(self, done: int, total: int, written: bool) -> None:
+        super().__init__(f"interrupted after {done} of {total} questions")
+        self.done = done
+        self.total = total
+        self.written = written
 
 
 @dataclass
@@ -61,6 +77,16 @@ class _PageLines:
 
         self.store = Store(db, create=False)
         self._cache: dict[tuple[str, int], tuple[str, ...]] = {}
+        self._owners: list[tuple[str, str]] | None = None
+
+    def guideline_of(self, url: str | None) -> str | None:
+        """The guideline holding the page `url` names (a site path matches any host, as in
+        metrics.same_page), or None when no stored page is it."""
+        if not url:
+            return None
+        if self._owners is None:
+            self._owners = [(p.url, p.guideline) for p in self.store.current_pages(include_removed=True)]
+        return next((g for page_url, g in self._owners if metrics.same_page(page_url, url)), None)
 
     def lines(self, url: str, version: int | None) -> tuple[str, ...]:
         key = (url, int(version or 0))
@@ -79,8 +105,10 @@ def score(
     retrieval: Any,
     latency_ms: float,
     page_lines: Callable[[str, int | None], Sequence[str]] | None,
+    guideline_of: Callable[[str | None], str | None] | None = None,
 ) -> dict:
-    """One results row from a question, its Answer and the recorded RetrievalResult."""
+    """One results row from a question, its Answer and the recorded RetrievalResult;
+    `guideline_of` names the guideline holding a page (for routing accuracy)."""
     data = answer.to_json()
     governed = bool(answer.governed)
     candidates = _candidates(retrieval, data)
@@ -110,6 +138,7 @@ def score(
         "verbatim": None,
         "failed": False,
         "error": answer.error,
+        "guideline": (data.get("routing") or {}).get("chosen") or (data.get("guideline") or {}).get("id"),
         "json": data,
         **_model_columns(answer),
     }
@@ -124,6 +153,8 @@ def score(
             row["answer_in_reference"] = metrics.contains_any(reference_text, golds)
         if question.gold_url:
             row["page_first"] = bool(candidates) and metrics.same_page(candidates[0][0], question.gold_url)
+            if guideline_of is not None:
+                row["routed_right"] = guideline_of(question.gold_url) == row["guideline"]
         if question.reference_answer:
             rl = metrics.rouge_l(shown, question.reference_answer)
             tp = metrics.token_prf(shown, question.reference_answer)
@@ -152,13 +183,14 @@ def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:
         "reference_answer": question.reference_answer, "gold_url": question.gold_url,
         "gold_answers": question.gold_answers or None, "answer": "", "coverage": "error",
         "latency_ms": latency_ms, "governed": False, "refused": False, "no_candidate": None,
-        "failed": True, "error": f"{type(error).__name__}: {error}",
+        "failed": True, "error": redact(f"{type(error).__name__}: {error}"),
     }
     if question.kind == IN_SCOPE:
         if question.golds:
             row.update(gold_hit=False, answer_in_reference=False)
         if question.gold_url:
             row["page_first"] = False
+            row["routed_right"] = False
         if question.reference_answer:
             row.update(rouge_l_p=0.0, rouge_l_r=0.0, rouge_l_f1=0.0, token_p=0.0, token_r=0.0, token_f1=0.0)
     return row
@@ -177,37 +209,54 @@ def _candidates(retrieval: Any, data: dict) -> list[tuple[str, float]]:
     return sorted(seen.items(), key=lambda kv: -kv[1])
 
 
+def make_library(settings: Settings, retriever: Any = None, llm: Any = None, store: Any = None) -> Any:
+    """The store's guidelines (chatbot.Library), `retriever` standing for the guideline
+    it was loaded for. Every guideline's retriever is loaded here, once."""
+    from guiderag.chatbot import Library
+
+    retrievers = {}
+    if retriever is not None:
+        retrievers[getattr(retriever.settings, "guideline", "") or _only_guideline(settings)] = retriever
+    library = Library(settings, retrievers=retrievers, llm=llm, store=store)
+    for gid in library.ids or [settings.guideline or _only_guideline(settings)]:
+        library.retriever(gid)  # a stale index is rebuilt here, before any question is timed
+    return library
+
+
+def _only_guideline(settings: Settings) -> str:
+    from guiderag.retrieval.corpus import for_guideline
+
+    return for_guideline(settings).guideline
+
+
 class _Asker:
-    """Asks questions one at a time, each in a fresh Chatbot, and scores the answers."""
+    """Asks questions one at a time, each in a fresh Chatbot (routed to a guideline of the
+    store first), and scores the answers."""
 
     def __init__(self, settings: Settings, mode: str, retriever: Any = None, llm: Any = None) -> None:
-        from guiderag import retrieval as retrieval_pkg
         from guiderag.chatbot.llm import LLMClient
 
         self.settings = settings
         self.mode = mode
-        self.retriever = retriever or retrieval_pkg.load_retriever(settings)
         self.llm = llm or LLMClient(settings)
         self.page_lines = _PageLines(settings.db)
+        self.library = make_library(settings, retriever, self.llm, self.page_lines.store)
 
     def ask(self, q: Question) -> dict:
-        from guiderag.chatbot import Chatbot
-
-        # A fresh session: a new Chatbot, sharing only read-only or pooled resources.
-        bot = Chatbot(self.settings, retriever=self.retriever, llm=self.llm, store=self.page_lines.store)
+        # A fresh session: a new Chatbot (Library.ask makes one), sharing only read-only or
+        # pooled resources.
         t0 = time.perf_counter()
         try:
-            ans = bot.ask(q.question, self.mode)
+            ans = self.library.ask(q.question, self.mode)
             latency = (time.perf_counter() - t0) * 1000.0
-            return score(q, ans, ans.retrieval_result, latency, self.page_lines.lines)
+            return score(q, ans, ans.retrieval_result, latency, self.page_lines.lines, self.page_lines.guideline_of)
         except ModelNotConfiguredError:
             raise
         except GuideragError as exc:
             return failed_row(q, exc, (time.perf_counter() - t0) * 1000.0)
-        finally:
-            bot.close()
 
     def close(self) -> None:
+        self.library.close()
         self.page_lines.close()
 
 
@@ -251,10 +300,9 @@ def run_questions(
     Big sets are spread over worker processes (see `worker_count`); each loads its own
     retriever, so a `retriever` or `llm` passed in is used only when running in-process.
     On KeyboardInterrupt the workbook is written with the questions done so far
-    (marked partial) before the interrupt propagates.
+    (marked partial), and EvalInterrupted (a KeyboardInterrupt) says so; an interrupt
+    before any question was done writes nothing, leaving an older workbook as it was.
     """
-    from guiderag import retrieval as retrieval_pkg
-
     mode = mode or settings.mode
     settings = settings.replace(mode=mode)
     if mode != EXTRACT and not settings.model_configured:
@@ -264,46 +312,46 @@ def run_questions(
         )
     started = utc_now()
     workers = worker_count(settings, len(questions))
-    if workers > 1:
-        retriever = retriever or retrieval_pkg.load_retriever(settings)  # (re)builds the index once, here
-        asker = None
-    else:
-        asker = _Asker(settings, mode, retriever, llm)
-        retriever = asker.retriever
+    asker: _Asker | None = None
+    corpus_version = ""
     done: dict[int, dict] = {}
-    meta_base = [
-        ("mode", mode),
-        ("pipeline", settings.pipeline),
-        ("threshold", settings.threshold),
-        ("db", str(settings.db)),
-        ("corpus_version", getattr(retriever, "corpus_version", "")),
-        ("answer_model", settings.answer_model if mode != EXTRACT else None),
-        ("keywords_model", settings.keywords_model),
-        ("worker_processes", workers),
-        ("started_at", started),
-        *extra_meta,
-    ]
     notes = [("normalisation and tokens", metrics.TOKENS_DESCRIPTION),
              ("review categories", "hallucination: absent / present; relevance: very relevant / relevant / "
               "irrelevant; completeness: major omission / minor omission / just right / minor addition / "
               "major addition")]
     complete = False
+    written = False  # this run has written out_path (a checkpoint): it is this run's file now
     last_save = time.monotonic()
     save_cost = 0.0
+
+    def meta_base() -> list[tuple[str, Any]]:
+        return [
+            ("mode", mode),
+            ("pipeline", settings.pipeline),
+            ("threshold", settings.threshold),
+            ("db", str(settings.db)),
+            ("corpus_version", corpus_version),
+            ("answer_model", settings.answer_model if mode != EXTRACT else None),
+            ("keywords_model", settings.keywords_model),
+            ("worker_processes", workers),
+            ("started_at", started),
+            *extra_meta,
+        ]
 
     def rows() -> list[dict]:
         return [done[i] for i in sorted(done)]
 
     def save(final: bool) -> None:
-        nonlocal last_save, save_cost
+        nonlocal last_save, save_cost, written
         if out_path is None:
             return
         t0 = time.monotonic()
         status = "complete" if final and complete else f"partial: {len(done)} of {len(questions)} questions"
         current = rows()
-        meta = meta_base + [("status", status), ("questions_done", len(done)), ("questions_total", len(questions)),
-                            ("written_at", utc_now())]
+        meta = meta_base() + [("status", status), ("questions_done", len(done)),
+                              ("questions_total", len(questions)), ("written_at", utc_now())]
         write_results(out_path, current, metrics.summarize(current), meta, notes)
+        written = True
         save_cost = time.monotonic() - t0
         last_save = time.monotonic()
 
@@ -311,7 +359,22 @@ def run_questions(
         if out_path is not None and time.monotonic() - last_save >= max(CHECKPOINT_MIN_S, CHECKPOINT_COST_FACTOR * save_cost):
             save(final=False)
 
+    def finish() -> None:
+        """Close, and write the results, unless nothing was done: then an older workbook at
+        out_path (another run's) is left as it was, not replaced by an empty one."""
+        if asker is not None:
+            asker.close()
+        if complete or done or written:
+            save(final=True)
+
     try:
+        if workers > 1:
+            library = make_library(settings, retriever)  # (re)builds stale indexes once, here
+            corpus_version = library.corpus_versions()
+            library.close()
+        else:
+            asker = _Asker(settings, mode, retriever, llm)
+            corpus_version = asker.library.corpus_versions()
         with Progress(len(questions), label, enabled=settings.progress) as bar:
             if asker is not None:
                 for i, q in enumerate(questions):
@@ -321,12 +384,15 @@ def run_questions(
             else:
                 _run_parallel(settings, mode, questions, workers, done, bar, checkpoint)
         complete = True
-    finally:
-        if asker is not None:
-            asker.close()
-        save(final=True)
+    except KeyboardInterrupt as exc:
+        finish()
+        raise EvalInterrupted(len(done), len(questions), written and out_path is not None) from exc
+    except BaseException:
+        finish()
+        raise
+    finish()
     final_rows = rows()
-    meta = meta_base + [("status", "complete"), ("questions_done", len(done)), ("questions_total", len(questions))]
+    meta = meta_base() + [("status", "complete"), ("questions_done", len(done)), ("questions_total", len(questions))]
     return RunOutcome(final_rows, metrics.summarize(final_rows), len(questions), True, out_path, meta)
 
 

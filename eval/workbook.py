@@ -263,6 +263,8 @@ RESULT_COLUMNS: list[tuple[str, int, str]] = [
     ("summary_repeats", 9, "bool"),
     ("gold_answers", 24, "json"),
     ("json", 60, "json"),
+    ("guideline", 14, "text"),
+    ("routed_right", 9, "bool"),
 ]
 RESULT_KEYS = [c[0] for c in RESULT_COLUMNS]
 

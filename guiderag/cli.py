@@ -3,18 +3,24 @@
 Each command's work lives in the package of its pipeline stage (`guiderag.<stage>.commands`),
 or in guiderag.commands when it spans stages, imported lazily so that `guiderag pages`
 does not load MeCab or scikit-learn.
-Exit codes (../shared/CONTRACT.md): 0 success, 2 bad usage or input, 1 other failure.
+Exit codes (../shared/CONTRACT.md): 0 success, 2 bad usage or input, 1 other failure, and
+for `check` 3 when the site diverged from the store (or the corpus is too old).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .errors import GuideragError
-from .settings import MODES, PIPELINES, Settings
+from .redact import redact
+from .settings import AUTO_GUIDELINE, MODES, PIPELINES, Settings
+from .streams import pipe_safe_streams
 
 # command -> (module, function); each function is `(args, settings) -> int`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("guiderag.eval.commands", "run_eval"),
     "devbench": ("guiderag.eval.commands", "run_devbench"),
     "chat": ("guiderag.commands", "run_chat"),
+    "guidelines": ("guiderag.commands", "run_guidelines"),
+    "check": ("guiderag.scraper.commands", "run_check"),
 }
 
 
@@ -56,12 +64,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay", type=float, help="seconds between requests (default 0.5)")
     p.add_argument("--no-index", action="store_true", help="do not rebuild the retrieval index afterwards")
     p.add_argument("--force", action="store_true", help="fetch every page in full (no conditional GET)")
+    p.add_argument("--guideline", metavar="ID", help="store the site as this guideline (default: the store's default one)")
+    p.add_argument("--title", help="the guideline's title (default: the title it has, else the TOC page's)")
 
     p = sub.add_parser("pages", parents=[common], help="list the stored content pages")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
     p.add_argument("--all", action="store_true", help="include pages marked removed")
+    p.add_argument("--guideline", metavar="ID", help="only this guideline's pages")
 
-    sub.add_parser("index", parents=[common], help="(re)build the retrieval index from the stored corpus")
+    p = sub.add_parser("index", parents=[common], help="(re)build the retrieval index from the stored corpus")
+    p.add_argument("--guideline", metavar="ID", help="only this guideline's index (default: every guideline's)")
+
+    p = sub.add_parser("guidelines", parents=[common], help="list the stored guidelines, or remove one")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("--all", action="store_true", help="include removed guidelines")
+    p.add_argument("--remove", metavar="ID", help="remove this guideline: its pages are marked removed, its "
+                   "index deleted; the audit log is kept")
+
+    p = sub.add_parser("check", parents=[common], help="compare the live site with the store, writing nothing "
+                       "(exit 0 in sync, 3 diverged or too old, 1 failure)")
+    p.add_argument("toc_url", nargs="?", help="table-of-contents URL (default: the one the guideline was scraped from)")
+    p.add_argument("--guideline", metavar="ID", help="check this guideline (default: every guideline of the store)")
+    p.add_argument("--max-age", type=float, metavar="HOURS", help="a last scrape older than this is a divergence "
+                   "(default: $GUIDERAG_MAX_AGE_HOURS, 0 = no limit)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
     p = sub.add_parser("bench", parents=[common], help="retrieval speed benchmark on generated corpora")
     p.add_argument("--pages", default="100,1000,10000", help="corpus sizes, comma-separated")
@@ -72,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("question")
     p.add_argument("--mode", choices=MODES)
     p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
+    p.add_argument("--guideline", metavar="ID|auto", help="answer from this guideline, or auto: the one "
+                   "that governs the question (default)")
 
     p = sub.add_parser("audit", parents=[common], help="export the audit log")
     p.add_argument("--out", type=Path, required=True, help="workbook to write (.xlsx)")
@@ -84,14 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="RESULTS.xlsx")
     p.add_argument("--mode", choices=MODES)
     p.add_argument("--compare", type=Path, nargs=2, metavar=("A.xlsx", "B.xlsx"), help="paired-bootstrap comparison of two result workbooks")
+    p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
-    p = sub.add_parser("devbench", parents=[common], help="the JSQuAD dev benchmark: build, serve, scrape, evaluate, print one table")
+    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded): build or serve, scrape, evaluate, print the tables and refusal curves")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
     p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
+    p.add_argument("--suite", choices=("jsquad", "patient", "all"), default="all",
+                   help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default)")
+    p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
@@ -109,7 +141,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "mode": getattr(args, "mode", None),
         "urls_xlsx": getattr(args, "urls_xlsx", None),
         "delay_s": getattr(args, "delay", None),
+        "max_age_hours": getattr(args, "max_age", None),
     }
+    guideline = getattr(args, "guideline", None)
+    if guideline is not None:  # --guideline auto: no fixed guideline, whatever the environment says
+        overrides["guideline"] = "" if guideline == AUTO_GUIDELINE else guideline
     if getattr(args, "force", False):
         overrides["conditional_get"] = False
     if getattr(args, "no_progress", False):
@@ -117,7 +153,34 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings.load(**overrides)
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+SIGINT_EXIT = 128 + signal.SIGINT
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its clean-up runs (the run is marked aborted,
+    temporary files go, partial results are written) instead of the process just vanishing."""
+    raise KeyboardInterrupt("SIGTERM")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with pipe_safe_streams(), _sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -128,13 +191,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return int(func(args, settings) or 0)
     except GuideragError as exc:
-        print(f"guiderag: error: {exc}", file=sys.stderr)
+        print(f"guiderag: error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("guiderag: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        terminated = str(exc) == "SIGTERM"
+        print("guiderag: interrupted" + (" (SIGTERM)" if terminated else ""), file=sys.stderr)
+        return SIGTERM_EXIT if terminated else SIGINT_EXIT
     except BrokenPipeError:
-        return 0
+        # Output went to a closed pipe outside sys.stdout/sys.stderr and stopped the command
+        # part-way: not a success.
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-"""Commands that span stages: `guiderag scrape` (scrape, then rebuild the index) and
-`guiderag chat` (the Streamlit page). The CLI layer; every stage below stays unaware of
-the stages above it."""
+"""Commands that span stages: `guiderag scrape` (scrape, then rebuild the index),
+`guiderag guidelines` (the store's guidelines with their last check; removing one drops
+its index too) and `guiderag chat` (the Streamlit page). The CLI layer; every stage below
+stays unaware of the stages above it."""
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from .errors import GuideragError, InputError
-from .settings import Settings
+from .settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, Settings
 
 
 def _say(text: str) -> None:
@@ -28,15 +31,24 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("give either a table-of-contents URL or --sample, not both")
     if not args.sample and not args.toc_url:
         raise InputError("give the table-of-contents URL to scrape (or --sample for the bundled sample guideline)")
+    if getattr(args, "guideline", None) == AUTO_GUIDELINE:
+        raise InputError("--guideline auto is for asking; a scrape stores one named guideline (e.g. --guideline gastric)")
+    settings = settings.replace(guideline=settings.guideline or DEFAULT_GUIDELINE)
+    title = getattr(args, "title", None)
     if args.sample:
         if getattr(args, "delay", None) is None:
             settings = settings.replace(delay_s=0.0)  # our own loopback server: no one to be polite to
         with serve_sample_site() as toc_url:
             report = scrape_site(settings, toc_url, urls_xlsx=args.urls_xlsx,
-                                 public_site=settings.sample_site_url)
+                                 public_site=settings.sample_site_url, title=title)
     else:
-        report = scrape_site(settings, args.toc_url, urls_xlsx=args.urls_xlsx)
+        report = scrape_site(settings, args.toc_url, urls_xlsx=args.urls_xlsx, title=title)
     print_report(report)
+    from .retrieval.persist import remove_stale_builds
+
+    stale = remove_stale_builds(settings.index_dir)  # left by index builds that were killed
+    if stale:
+        _say(f"removed {len(stale)} temporary index folder(s) of builds that did not finish: {', '.join(stale)}")
     if report.summary.corpus_changed and not args.no_index:
         try:
             build_index(settings)
@@ -45,6 +57,87 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
             _say(f"guiderag: error: the scrape was stored, but rebuilding the index failed: {exc}. "
                  "Run `guiderag index` to retry")
             return 1
+    return 0
+
+
+def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list[dict[str, Any]]:
+    """The `guidelines --json` rows: id, title, TOC URL, pages, last scrape, status, and
+    the last `guiderag check` of each (None when never checked)."""
+    from .store import Store
+
+    with Store(settings.db, create=False) as store:
+        counts = store.page_counts()
+        rows = []
+        for g in store.guidelines(include_removed=include_removed):
+            ok = store.last_run(guideline=g.id)
+            latest = store.last_run(status=None, guideline=g.id)
+            pages = counts.get(g.id, 0)
+            if g.removed:
+                status = "removed"
+            elif latest is not None and latest["status"] == "running":
+                status = "scraping"
+            elif latest is not None and latest["status"] in ("failed", "aborted"):
+                status = "last_scrape_failed"
+            elif not pages:
+                status = "empty"
+            else:
+                status = "ok"
+            rows.append({
+                "id": g.id, "title": g.title, "toc_url": g.toc_url, "pages": pages,
+                "last_scrape": (ok.get("finished_at") or ok.get("started_at")) if ok else None,
+                "status": status, "created_at": g.created_at, "removed_at": g.removed_at,
+                "last_run": ({"id": latest["id"], "status": latest["status"], "message": latest["message"]}
+                             if latest is not None else None),
+                "check": _check_of(settings.replace(guideline=g.id), ok),
+            })
+    return rows
+
+
+def _check_of(settings: Settings, ok: dict | None) -> dict[str, Any] | None:
+    """The last `guiderag check` of a guideline, with `current`: False once a later scrape
+    has replaced the corpus it compared."""
+    from .scraper.check import read_status
+
+    check = read_status(settings)
+    if check is not None:
+        check["current"] = check.get("last_run_id") == (ok["id"] if ok else None)
+    return check
+
+
+def run_guidelines(args: argparse.Namespace, settings: Settings) -> int:
+    """List the stored guidelines (`--json`), or remove one (`--remove ID`)."""
+    if getattr(args, "remove", None):
+        return _remove_guideline(args.remove, settings)
+    rows = guideline_rows(settings, include_removed=bool(getattr(args, "all", False)))
+    if getattr(args, "json", False):
+        print(json.dumps({"guidelines": rows}, ensure_ascii=False, indent=1))
+        return 0
+    if not rows:
+        print("no guidelines stored: run `guiderag scrape TOC_URL [--guideline ID]`")
+        return 0
+    for r in rows:
+        check = r["check"]
+        checked = f"\tcheck {check['status']} {check['checked_at']}" if check else ""
+        print(f"{r['id']}\t{r['title'] or '-'}\t{r['toc_url'] or '-'}\t{r['pages']} pages\t"
+              f"last scrape {r['last_scrape'] or '-'}\t{r['status']}{checked}")
+    print(f"{len(rows)} guidelines", file=sys.stderr)
+    return 0
+
+
+def _remove_guideline(gid: str, settings: Settings) -> int:
+    """Mark the guideline and its pages removed (versions and audit rows kept), then drop
+    its index and its last check."""
+    from .retrieval.persist import remove_index
+    from .store import Store
+    from .store.lock import scrape_lock
+
+    with scrape_lock(settings.db), Store(settings.db, create=False) as store:
+        pages = store.remove_guideline(gid)
+    target = settings.replace(guideline=gid)
+    remove_index(target.index_dir)
+    target.check_status_path.unlink(missing_ok=True)
+    _say(f"removed guideline {gid}: {pages} pages marked removed (their versions and the audit log are kept), "
+         f"its index deleted; `guiderag scrape TOC_URL --guideline {gid}` brings it back")
     return 0
 
 

@@ -8,8 +8,11 @@ GuideragError
 │   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
 ├── StoreError        the SQLite store is locked or corrupt
-│   ├── StoreMissingError (also an InputError: exit 2) no store at --db
-│   └── StoreBusyError    another scrape is writing to the store; nothing was changed
+│   ├── StoreMissingError (also an InputError: exit 2) no store at --db (or an empty file)
+│   ├── StoreBusyError    another scrape is writing to the store; nothing was changed
+│   ├── StoreAccessError  (also a sqlite3.DatabaseError) an SQLite call failed: the file is
+│   │                     damaged, the disk full, the file read-only or locked too long
+│   └── StoreVersionError the store's schema is newer than this guiderag (or, read-only, older)
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
 ├── EvalError         an evaluation run could not go on (e.g. a worker process died)
@@ -22,6 +25,8 @@ GuideragError
 Every message says what went wrong and what a maintainer can do about it.
 """
 from __future__ import annotations
+
+import sqlite3
 
 
 class GuideragError(Exception):
@@ -64,6 +69,24 @@ class StoreMissingError(StoreError, InputError):
 
 class StoreBusyError(StoreError):
     """Another scrape holds the store's scrape lock; this one changed nothing."""
+
+
+class StoreAccessError(StoreError, sqlite3.DatabaseError):
+    """An SQLite call on the store failed (store/connection.py makes every one of these).
+
+    Also a sqlite3.DatabaseError, so code that rolls back or records a failed write on
+    sqlite3.DatabaseError still does."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str = "", advice: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason  # SQLite's message
+        self.advice = advice  # what a maintainer can do
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer guiderag (its schema is unknown here), or a
+    read-only open met a schema older than this guiderag's; nothing was changed."""
 
 
 class IndexCorruptError(GuideragError):

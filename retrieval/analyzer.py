@@ -391,14 +391,22 @@ class Analyzer:
     def terms(self, text: str) -> list[Term]:
         return self.analysis(text).terms
 
-    def query_analysis(self, text: str) -> Analysis:
-        """The analysis of a question: as `analysis`, without the question-framing words
-        (retrieval.framing: 心配, 教えて, いつ頃, うちの父...), which say nothing about the
-        topic. Never used for pages: the index keeps every word."""
+    def query_tokens(self, text: str) -> list[Token]:
+        """A question's tokens, synonyms applied, question-framing words (retrieval.framing:
+        心配, 教えて, いつ頃, うちの父...) turned into non-terms."""
         tokens = tokenize(text)
         if self.synonyms is not None:
             tokens = self.synonyms.apply(tokens)
-        return analyze_tokens(drop_framing(tokens), parts=self.parts, verbs=self.verbs, canonical_spans=True)
+        return drop_framing(tokens)
+
+    def query_analysis(self, text: str) -> Analysis:
+        """The analysis of a question: as `analysis`, without the question-framing words,
+        which say nothing about the topic. Never used for pages: the index keeps every word."""
+        return self.analysis_of_query_tokens(self.query_tokens(text))
+
+    def analysis_of_query_tokens(self, tokens: list[Token]) -> Analysis:
+        """The analysis of `query_tokens`' output."""
+        return analyze_tokens(tokens, parts=self.parts, verbs=self.verbs, canonical_spans=True)
 
     def query_terms(self, text: str) -> list[str]:
         """The term texts of `query_analysis`."""

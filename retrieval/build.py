@@ -19,7 +19,7 @@ from guiderag.store import PageVersion
 
 from .analyzer import Analyzer, char_bigrams
 from .bm25 import idf_vector, presence, saturate
-from .corpus import read_corpus
+from .corpus import for_guideline, read_corpus
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
@@ -351,9 +351,12 @@ def build_data(
 
 def build_index(settings: Settings, *, pages: Sequence[PageVersion] | None = None,
                 corpus_version: str | None = None) -> IndexInfo:
-    """Build the index of the store's current pages and swap it in atomically."""
+    """Build the index of one guideline's current pages (settings.guideline, else the
+    store's only one) and swap it in atomically under its own folder; other guidelines'
+    indexes are not touched."""
     started = time.perf_counter()
     if pages is None or corpus_version is None:
+        settings = for_guideline(settings)
         pages, corpus_version = read_corpus(settings)
     analyzer = make_analyzer(settings)
     data = build_data(pages, corpus_version, settings, analyzer)
@@ -367,4 +370,5 @@ def build_index(settings: Settings, *, pages: Sequence[PageVersion] | None = Non
         bigrams=len(data.bigram_vocab),
         chars=data.chars,
         seconds=time.perf_counter() - started,
+        guideline=settings.guideline,
     )

@@ -10,11 +10,22 @@ from guiderag.settings import Settings
 
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
-    """(Re)build the retrieval index from the stored corpus and swap it in."""
+    """(Re)build the retrieval index of one guideline (--guideline), or of each guideline
+    of the store, from the stored corpus, and swap each in."""
+    from guiderag.store import Store
+
     from .build import build_index
 
-    info = build_index(settings)
-    print(info.describe(), file=sys.stderr)
+    if settings.guideline:
+        targets = [settings]
+    else:
+        with Store(settings.db, create=False) as store:
+            counts = store.page_counts()
+            ids = [g.id for g in store.guidelines() if counts.get(g.id)]
+        targets = [settings.replace(guideline=gid) for gid in ids] or [settings]
+    for target in targets:
+        info = build_index(target)
+        print(info.describe(), file=sys.stderr)
     return 0
 
 

@@ -38,6 +38,15 @@ ASKERS = frozenset({
 
 FRAMING_WORDS: frozenset[str] = FEELINGS | REQUESTS | QUESTION_WORDS | ASKERS
 
+# 「何日」「何年おき」「何回」: the counter after a question word asks for a number (the
+# question's type: how long, how often), it is not what the question is about; 日 or 年
+# would weigh like a topic word the answer must contain.
+QUESTION_NUMBER = frozenset({"何", "幾"})
+COUNTERS = frozenset({
+    "日", "年", "歳", "才", "回", "度", "時間", "分", "秒", "週", "週間", "月", "箇月", "ヶ月", "か月",
+    "人", "本", "錠", "種類", "番", "割", "円", "キロ", "時", "日間", "年間", "カ月",
+})
+
 # Only whole words are framing: 内 as the suffix of 体内 or 院内 is part of a compound.
 _WORD_KINDS = frozenset({NOUN, PROPER, ADVERBIAL, VERB})
 _NOUNISH = frozenset({NOUN, PROPER, SUFFIX, PREFIX, SYNONYM, ASCII})
@@ -75,6 +84,11 @@ def drop_framing(tokens: Iterable[Token], words: frozenset[str] = FRAMING_WORDS)
         tok._replace(kind=OTHER) if tok.kind in _WORD_KINDS and tok.form in words else tok
         for tok in join_after(list(tokens))
     ]
+    for i in range(1, len(out)):
+        if out[i - 1].form in QUESTION_NUMBER and out[i].form in COUNTERS and out[i].kind in (NOUN, SUFFIX):
+            out[i] = out[i]._replace(kind=OTHER)
+            if i + 1 < len(out) and out[i + 1].kind == SUFFIX:  # 何年おき: the おき goes with it
+                out[i + 1] = out[i + 1]._replace(kind=OTHER)
     for i, tok in enumerate(out):
         if tok.kind == PREFIX and (i + 1 == len(out) or out[i + 1].kind not in _NOUNISH):
             out[i] = tok._replace(kind=OTHER)

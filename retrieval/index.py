@@ -50,10 +50,12 @@ class IndexInfo:
     bigrams: int
     chars: int
     seconds: float
+    guideline: str = ""
 
     def describe(self) -> str:
+        of = f" of guideline {self.guideline}" if self.guideline not in ("", "default") else ""
         return (
-            f"indexed {self.pages} pages ({self.passages} passages, {self.terms} terms, "
+            f"indexed {self.pages} pages{of} ({self.passages} passages, {self.terms} terms, "
             f"{self.bigrams} bigrams, {self.chars} chars) in {self.seconds:.1f}s -> {self.path}"
         )
 

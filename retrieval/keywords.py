@@ -1,9 +1,11 @@
 """Keywords of a question: one interface, two sources.
 
 - offline (default): the question's nouns with the highest IDF in the indexed corpus;
-- a language model: the protocol's prompt ("extract two keywords from the following text",
-  in Japanese). The chatbot calls the model with `keyword_prompt(...)` and hands the reply
-  to `parse_keywords(...)`; retrieval itself never calls a model.
+- a language model: for the protocol pipeline its published prompt ("extract two keywords
+  from the following text", in Japanese, `keyword_prompt`); for the default pipeline the
+  terms a patient guideline would use for the question (`guide_terms_prompt`), which can
+  bridge a patient's words and the guideline's. The chatbot calls the model and hands the
+  reply to `parse_keywords(...)`; retrieval itself never calls a model.
 """
 from __future__ import annotations
 
@@ -16,6 +18,23 @@ from .analyzer import Term
 # following text". `{count}` is settings.keyword_count.
 KEYWORD_PROMPT = "次の文章からキーワードを{count}つ抽出してください。"
 KEYWORD_FORMAT = "キーワードだけを読点（、）で区切って一行で答えてください。"
+
+# The default pipeline's request: the words a patient guideline would use for the question,
+# not words copied from it (those the retrieval has already). The model's terms may only
+# add evidence (retrieval.pipeline_ours: a passage keeps the better of its scores without
+# and with them; terms the corpus never uses are left out).
+GUIDE_TERMS_PROMPT = (
+    "あなたは患者向けの診療ガイドラインの索引係です。次の質問に答えている箇所を"
+    "ガイドラインの中で探すために、ガイドラインの本文が使う医学用語・正式な用語を{count}つまで挙げてください。"
+    "質問の言葉の言い換え（例：抗がん剤→薬物療法、髪が抜ける→脱毛、胃を取る→胃切除）を優先してください。"
+)
+
+
+def guide_terms_prompt(question: str, count: int = 5) -> tuple[str, str]:
+    """(system, user) messages asking a model for the guideline's words for `question`."""
+    system = GUIDE_TERMS_PROMPT.format(count=count) + KEYWORD_FORMAT
+    return system, question
+
 
 _SPLIT = re.compile(r"[\n,，、;；/・]+|\s{1,}")
 _ENUM = re.compile(r"^(?:\d+[.)．、:：]|[-*•●○◆■]|キーワード\d*[:：])\s*")

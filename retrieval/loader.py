@@ -7,7 +7,7 @@ from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.settings import PROTOCOL, Settings
 
 from .build import build_data
-from .corpus import read_corpus
+from .corpus import for_guideline, read_corpus
 from .index import index_fingerprint, make_analyzer
 from .persist import check_matches, load_data, save_data
 from .pipeline_ours import OursRetriever
@@ -16,12 +16,15 @@ from .retriever import Retriever
 
 
 def load_retriever(settings: Settings) -> Retriever:
-    """The retriever of settings.pipeline over the store's current pages.
+    """The retriever of settings.pipeline over one guideline's current pages (the one
+    settings.guideline names, else the store's only one; `retriever.settings.guideline`
+    says which).
 
     For `ours`, the saved index is loaded and checked against the store's corpus version
     and the analyzer settings; when it is missing, damaged or stale it is rebuilt (and
     swapped in atomically), with a one-line notice on stderr. Callers load it once per
     process and reuse it. Raises EmptyCorpusError when nothing was scraped yet."""
+    settings = for_guideline(settings)
     pages, corpus_version = read_corpus(settings)
     if settings.pipeline == PROTOCOL:
         return ProtocolRetriever(settings, pages, corpus_version)

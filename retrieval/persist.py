@@ -2,7 +2,9 @@
 
 A build writes a `tmp-*` directory, renames it to `v-*` and only then replaces CURRENT
 (os.replace is atomic), so a reader sees the old index or the new one, never a half-built
-one. Nothing is unpickled: a user who can write the index folder cannot make us run code.
+one. While it writes, the build holds a flock on `.tmp-<name>.lock` beside its folder; the
+system drops the lock when the process dies, however it dies, so the next build removes
+the folders of dead builds (`remove_stale_builds`) and never one still being written. Nothing is unpickled: a user who can write the index folder cannot make us run code.
 Every file's checksum is in the manifest; a missing, damaged, stale or foreign index is
 an IndexCorruptError, which the loader answers by rebuilding.
 """
@@ -20,8 +22,9 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.errors import IndexCorruptError, IndexWriteError
+from guiderag.errors import IndexCorruptError, IndexWriteError, StoreError
 from guiderag.store import PageVersion
+from guiderag.store.lock import file_lock
 
 from .index import INDEX_FORMAT, MATRICES, IndexData
 
@@ -41,6 +44,58 @@ def save_data(data: IndexData, index_dir: Path) -> Path:
     tmp = index_dir / ("tmp-" + name)
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IndexWriteError(f"cannot create the index folder {index_dir} ({exc}); fix permissions, then "
+                              "run `guiderag index`. The previous index is unchanged.") from exc
+    remove_stale_builds(index_dir)
+    lock = build_lock_path(tmp)
+    try:
+        with file_lock(lock, wait=False, what="the index build lock"):
+            _write(data, index_dir, name, tmp)
+    except StoreError as exc:
+        raise IndexWriteError(f"cannot write the retrieval index under {index_dir} ({exc})") from exc
+    finally:
+        lock.unlink(missing_ok=True)
+    _prune(index_dir, keep=name)
+    return index_dir / name
+
+
+def build_lock_path(tmp: Path) -> Path:
+    """The lock file a build holds while it writes its temporary folder `tmp`."""
+    return tmp.with_name(f".{tmp.name}.lock")
+
+
+def remove_stale_builds(index_dir: Path) -> list[str]:
+    """Remove the temporary folders (and lock files) of builds whose process died (killed,
+    SIGTERM, a power cut) and return their names. A folder whose build still holds its
+    lock, in this process or another, is left alone."""
+    removed: list[str] = []
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        return removed
+    for tmp in sorted(index_dir.glob("tmp-*")):
+        lock = build_lock_path(tmp)
+        try:
+            with file_lock(lock, wait=False, what="the index build lock"):
+                if tmp.exists():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    removed.append(tmp.name)
+            lock.unlink(missing_ok=True)
+        except (BlockingIOError, StoreError, OSError):
+            continue  # a live build holds it (or the folder cannot be written: nothing to do here)
+    for lock in index_dir.glob(".tmp-*.lock"):  # a build that died before making its folder
+        if not lock.with_name(lock.name[1:-len(".lock")]).exists():
+            try:
+                with file_lock(lock, wait=False, what="the index build lock"):
+                    lock.unlink(missing_ok=True)
+            except (BlockingIOError, StoreError, OSError):
+                continue
+    return removed
+
+
+def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
+    """Write the version `name` in `tmp`, rename it and point CURRENT at it."""
+    try:
         tmp.mkdir()
         files: dict[str, str] = {}
         for key in MATRICES:
@@ -95,25 +150,43 @@ def save_data(data: IndexData, index_dir: Path) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _prune(index_dir, keep=name)
-    return final
 
 
 def _prune(index_dir: Path, keep: str) -> None:
     """Drop old versions (keeping the newest previous one, a reader may still load it)
-    and temporary folders of builds that died more than an hour ago."""
+    and the temporary folders of dead builds."""
     versions = sorted(
         (p for p in index_dir.glob("v-*") if p.is_dir() and p.name != keep),
         key=lambda p: p.stat().st_mtime,
     )
     for old in versions[:-1]:
         shutil.rmtree(old, ignore_errors=True)
-    for tmp in index_dir.glob("tmp-*"):
-        try:
-            if time.time() - tmp.stat().st_mtime > 3600:
-                shutil.rmtree(tmp, ignore_errors=True)
-        except OSError:
-            pass
+    remove_stale_builds(index_dir)
+
+
+def remove_index(index_dir: Path) -> bool:
+    """Delete the index in `index_dir` (CURRENT, its versions, dead builds' folders; a
+    build still writing keeps its own), leaving anything else there (the default
+    guideline's folder holds the other guidelines' folders); the folder itself goes when
+    nothing is left. True when there was one."""
+    index_dir = Path(index_dir)
+    if not index_dir.is_dir():
+        return False
+    found = False
+    for path in [index_dir / "CURRENT", *index_dir.glob("CURRENT.*.tmp")]:
+        if path.exists():
+            path.unlink()
+            found = True
+    for folder in index_dir.glob("v-*"):
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+            found = True
+    found = bool(remove_stale_builds(index_dir)) or found
+    try:
+        index_dir.rmdir()  # only when empty
+    except OSError:
+        pass
+    return found
 
 
 def _corrupt(index_dir: Path, what: str) -> IndexCorruptError:

@@ -1,27 +1,36 @@
 """The default pipeline: passages scored with BM25 weights fitted once at index time.
 
-For a passage x (a window of lines under its heading, headed by its page's title),
-each channel (MeCab terms; character bigrams) gives
+A question is a list of slots (retrieval.query): one per distinct term, each with a query
+weight q(s) (nouns 1, verb/adjective lemmas settings.verb_weight, a compound never seen
+settings.unknown_compound_weight, a verb never seen settings.unknown_verb_weight more;
+for a word the corpus never uses, times its specificity in general Japanese,
+retrieval.specificity) and alternatives A(s): the corpus terms that count as finding it,
+each with a weight lambda(a) <= 1 (the term itself 1; a corpus term a compound cut short by
+MeCab begins 1, 高額療養 -> 高額療養費制度; the expansions of retrieval.expansion below 1: the
+patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩). A slot's idf I(s) is its
+term's idf when the corpus has the term, else the best idf of its known alternatives, else
+the idf of an unseen term times settings.unknown_term_weight. For a passage x (a window of
+lines under its heading, headed by its page's title), each channel gives
 
-    c(x) = sum over query terms t found in x of q(t) * idf(t) * w(t, x)
-           / sum over ALL query terms of q(t) * idf(t)
+    c(x) = sum over slots s of q(s) * I(s) * max over a in A(s) of lambda(a) * w(a, x)
+           / sum over ALL slots of q(s) * I(s)
 
 with w the BM25-saturated frequency scaled to [0, 1] (k1 = 0.5: close to "is the term
-there") and q a query weight (nouns 1, verb/adjective lemmas settings.verb_weight, a
-compound never seen in the corpus settings.unknown_compound_weight, a verb never seen
-settings.unknown_verb_weight more). A compound never seen that begins a corpus term is
-that term (MeCab cut the question short: 高額療養費って -> 高額療養 + a verb; the corpus has
-高額療養費制度). Questions are read with Analyzer.query_analysis:
-question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が) are no
-terms, so they neither dilute nor inflate the score. The denominator
-counts question terms that occur nowhere in the corpus (at the idf of an unseen term),
-so a question about something the guideline never mentions scores low even when its
-common words match: that is the refusal signal. The channels are mixed,
+there"; 0 where x lacks a). Questions are read with Analyzer.query_tokens:
+question-framing words (retrieval.framing: 心配です, 教えて, いつ頃, うちの父が, the counter
+of 何日) are no terms, so they neither dilute nor inflate the score. The denominator
+counts slots found nowhere in the corpus (at the unseen idf), so a question about
+something the guideline never mentions scores low even when its common words match: that
+is the refusal signal; an everyday word (髪, 戻る, お金) the guideline does not use weighs
+little there, a specific one (白血病, 漢方) fully. The character-bigram channel is the same
+with one slot per bigram of the question's content spans (alternatives: itself; a span
+whose term the corpus never uses gives the bigrams of its best alternative, or its own at
+its specificity). The channels are mixed,
 
     c(x) = (1 - bigram_weight) * c_terms(x) + bigram_weight * c_bigrams(x),
 
-and so are p(x), the same shares counting presence only (w = 1 for a term found), for the
-window and for each of its line spans (the title, the heading and one line,
+and so are p(x), the same shares counting presence only (w = 1 for an alternative found),
+for the window and for each of its line spans (the title, the heading and one line,
 retrieval.passages.line_spans). The best span gives the share of the window's matched
 terms that also meet on one line, r = min(1, max over its spans p(span) / p(window)), and
 
@@ -35,13 +44,16 @@ span never raises a passage, so the threshold keeps its meaning. The result is
 [0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about 45% of the
 question's (saturated) idf mass is found, which measured as a good cut on JSQuAD.
 
+Keywords (a model's terms) may only add evidence: the question is scored alone and with
+the keywords' slots that the corpus knows added, and each passage keeps the better score
+(a keyword found nowhere is left out and listed in the notes).
+
 The reference takes the best passages above the threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
 settings.reference_chars characters.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -51,10 +63,12 @@ import scipy.sparse as sp
 from guiderag.settings import OURS, Settings
 from guiderag.store import PageVersion
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
+from .analyzer import Analyzer
 from .bm25 import unseen_idf
+from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
+from .query import Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
 
@@ -75,10 +89,6 @@ class _Channel:
 MAX_PASSAGES_CONSIDERED = 200
 
 
-# single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
-_WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
-
-
 class OursRetriever(Retriever):
     """Search over a fitted IndexData; a query is an analysis plus sparse column sums."""
 
@@ -90,7 +100,7 @@ class OursRetriever(Retriever):
         self.analyzer = analyzer
         self._unseen = unseen_idf(data.n_pages)
         self._unseen_query = self._unseen * settings.unknown_term_weight
-        self._sorted_terms: list[str] | None = None
+        self._builder: QueryBuilder | None = None
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -108,113 +118,134 @@ class OursRetriever(Retriever):
             self.analyzer.query_analysis(question).terms, self.idf, k, known=self.data.term_vocab.__contains__
         )
 
-    def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
-        """Each query term's weight in the refusal signal's denominator: query weight
-        (nouns 1, verbs settings.verb_weight, unseen compounds settings.unknown_compound_weight)
-        times idf (a term the corpus never uses: the unseen idf times
-        settings.unknown_term_weight). The chatbot's evidence gate weighs with the same
-        numbers, so a conjugated verb the guideline never uses (払える) counts there no
-        more than it does here."""
-        weights, _, _ = self._query(question, clean_keywords(keywords))
+    @property
+    def builder(self) -> QueryBuilder:
+        """The query builder (its resources are read on first use)."""
+        if self._builder is None:
+            self._builder = QueryBuilder(
+                self.settings, self.analyzer, self.data.term_vocab, self.idf,
+                load_patient_table(self.settings, self.analyzer), load_synonym_dict(self.settings),
+            )
+        return self._builder
+
+    def query(self, question: str, keywords: Sequence[str] = ()) -> tuple[Query, Query | None]:
+        """The question's query, and the query with the keywords' known terms added (None
+        when the keywords add no slot): keywords may only add evidence (see `scores`)."""
+        base = self.builder.build([question])
+        keywords = clean_keywords(keywords)
+        if not keywords:
+            return base, None
+        extended = self.builder.build(keywords, known_only=True, base=base)
+        if {s.term for s in extended.slots} == {s.term for s in base.slots} and extended.bigrams == base.bigrams:
+            return base, None
+        return base, extended
+
+    def slot_mass(self, slot: Slot) -> float:
+        """q * idf of a slot (retrieval.query): its term's idf, else its best alternative's,
+        else the unseen idf (times settings.unknown_term_weight)."""
         vocab, idf = self.data.term_vocab, self.data.term_idf
-        out: dict[str, float] = {}
-        for term, qw in weights.items():
-            j = vocab.get(term)
-            out[term] = qw * (float(idf[j]) if j is not None else self._unseen_query)
-        return out
+        j = vocab.get(slot.term)
+        if j is not None:
+            return slot.weight * float(idf[j])
+        known = [float(idf[vocab[a]]) for a in slot.alternatives if a in vocab]
+        return slot.weight * (max(known) if known else self._unseen_query)
+
+    def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
+        """Each query slot's weight in the refusal signal's denominator (retrieval.query):
+        query weight times idf. The chatbot's evidence gate weighs with the same numbers,
+        so a conjugated verb the guideline never uses (払える) counts there no more than
+        it does here."""
+        base, extended = self.query(question, keywords)
+        return {s.term: self.slot_mass(s) for s in (extended or base).slots}
+
+    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[list[tuple[float, dict[str, float]]]]:
+        """The evidence gate's view of the query: (mass, alternatives) per slot, for the
+        question alone and (when they add anything) with the keywords."""
+        base, extended = self.query(question, keywords)
+        return [[(self.slot_mass(s), dict(s.alternatives)) for s in q.slots] for q in (base, extended) if q is not None]
 
     # -- scoring --------------------------------------------------------------------
-    def _query(self, question: str, keywords: Sequence[str]) -> tuple[dict[str, float], set[str], list[str]]:
-        """Term weights (nouns 1, verbs settings.verb_weight), bigrams, surfaces."""
-        weights: dict[str, float] = {}
-        bigrams: set[str] = set()
+    def _term_specs(self, query: Query) -> tuple[list[tuple[float, list[tuple[int, float]]]], list[str]]:
         vocab = self.data.term_vocab
-        for text in (question, *keywords):
-            analysis = self.analyzer.query_analysis(text)
-            for term in analysis.terms:
-                text_ = term.text
-                if term.kind in (COMPOUND, AFFIXED) and text_ not in vocab:
-                    known = self._completion(text_)
-                    if known is not None:
-                        if weights.get(known, 0.0) < 1.0:
-                            weights[known] = 1.0
-                        continue
-                if term.kind == VERB:
-                    w = self.settings.verb_weight
-                    if term.text not in vocab:
-                        w *= self.settings.unknown_verb_weight
-                elif term.kind == COMPOUND and term.text not in vocab:
-                    w = self.settings.unknown_compound_weight
-                elif term.kind == AFFIXED and term.text not in vocab and any(
-                    p.kind in _WORD_KINDS and p.text in vocab and p.text in term.text for p in analysis.terms
-                ):
-                    w = self.settings.unknown_compound_weight  # 年齢的: 年齢 carries it
-                else:
-                    w = 1.0
-                if weights.get(term.text, 0.0) < w:
-                    weights[term.text] = w
-            bigrams.update(char_bigrams(analysis.spans))
-        return weights, bigrams, list(weights)
+        specs = []
+        unknown = []
+        for slot in query.slots:
+            cols = [(vocab[a], lam) for a, lam in slot.alternatives.items() if a in vocab]
+            if not cols:
+                unknown.append(slot.term)
+            specs.append((self.slot_mass(slot), cols))
+        return specs, unknown
 
-    def _completion(self, term: str) -> str | None:
-        """The shortest corpus term that starts with `term`, a compound the corpus never
-        uses: MeCab cut the question's words differently (高額療養費って -> 高額療養 + a
-        verb), the corpus has the whole word (高額療養費制度)."""
-        if self._sorted_terms is None:
-            self._sorted_terms = sorted(self.data.term_vocab)
-        terms = self._sorted_terms
-        i = bisect.bisect_left(terms, term)
-        best = None
-        for candidate in terms[i : i + 64]:  # a slice: islice would walk from the start
-            if not candidate.startswith(term):
-                break
-            if best is None or len(candidate) < len(best):
-                best = candidate
-        return best
+    def _bigram_specs(self, query: Query) -> list[tuple[float, list[tuple[int, float]]]]:
+        vocab, idf = self.data.bigram_vocab, self.data.bigram_idf
+        specs = []
+        for gram, q in query.bigrams.items():
+            j = vocab.get(gram)
+            specs.append((q * (float(idf[j]) if j is not None else self._unseen_query), [(j, 1.0)] if j is not None else []))
+        return specs
 
     @staticmethod
-    def _channel(weights: dict[str, float], vocab: dict[str, int], idf: np.ndarray, unseen: float,
+    def _channel(specs: list[tuple[float, list[tuple[int, float]]]], unknown: list[str],
                  passages: sp.csc_matrix, pages: sp.csc_matrix, spans: sp.csc_matrix | None = None) -> _Channel:
-        """One channel's shares of the question's mass, for every passage and page."""
-        cols: list[int] = []
-        w: list[float] = []
-        mass = 0.0
-        unknown: list[str] = []
-        for term, qw in weights.items():
-            j = vocab.get(term)
-            if j is None:
-                mass += qw * unseen
-                unknown.append(term)
-            else:
-                value = qw * float(idf[j])
-                mass += value
-                cols.append(j)
-                w.append(value)
-        if not cols or mass <= 0:
+        """One channel's shares of the question's mass, for every passage and page: each
+        slot adds mass * (its best alternative's lambda * w) over the total mass."""
+        mass = sum(m for m, _ in specs)
+        if mass <= 0 or not any(cols for _, cols in specs):
             return _Channel(None, None, unknown)
-        vec = np.asarray(w, dtype=np.float32) / np.float32(mass)
-        sub = passages[:, cols]
+        lin_cols: list[int] = []
+        lin_w: list[float] = []
+        multi: list[tuple[float, list[int], np.ndarray]] = []
+        for m, cols in specs:
+            if len(cols) == 1:
+                lin_cols.append(cols[0][0])
+                lin_w.append(m * cols[0][1] / mass)
+            elif cols:
+                multi.append((m / mass, [c for c, _ in cols], np.asarray([lam for _, lam in cols], dtype=np.float32)))
+        vec = np.asarray(lin_w, dtype=np.float32)
+
+        def share(matrix: sp.csc_matrix, presence: bool = False) -> np.ndarray:
+            out = np.zeros(matrix.shape[0], dtype=np.float32)
+            if lin_cols:
+                sub = matrix[:, lin_cols]
+                if presence:
+                    sub = sub.copy()
+                    sub.data = np.ones_like(sub.data)
+                out += sub @ vec
+            for part, cols, lams in multi:  # a slot with several alternatives: the best one
+                sub = matrix[:, cols]
+                if presence:
+                    sub = sub.copy()
+                    sub.data = np.ones_like(sub.data)
+                best = (sub @ sp.diags(lams)).max(axis=1)
+                out += np.float32(part) * np.asarray(best.todense(), dtype=np.float32).ravel()
+            return out
+
         if spans is None:
-            return _Channel(sub @ vec, pages[:, cols] @ vec, unknown)
+            return _Channel(share(passages), share(pages), unknown)
         # presence shares of the window and of each span (see the module docstring)
-        present = sub.copy()
-        present.data = np.ones_like(present.data)
-        return _Channel(sub @ vec, pages[:, cols] @ vec, unknown, present @ vec, spans[:, cols] @ vec)
+        return _Channel(share(passages), share(pages), unknown, share(passages, True), share(spans))
 
     def scores(self, question: str, keywords: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-        """(passage scores, page scores, query terms, unknown terms) for a query."""
+        """(passage scores, page scores, query terms, unknown terms) for a query. With
+        keywords, each passage keeps the better of its scores without and with them: a
+        keyword may only add evidence, never lower a score."""
+        base, extended = self.query(question, keywords)
+        passage, page, unknown = self.query_scores(base)
+        terms = base.terms
+        if extended is not None:
+            passage2, page2, _ = self.query_scores(extended)
+            passage, page = np.maximum(passage, passage2), np.maximum(page, page2)
+            terms = extended.terms
+        return passage, page, terms, unknown
+
+    def query_scores(self, query: Query) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(passage scores, page scores, unknown terms) of one Query (the module docstring)."""
         d, s = self.data, self.settings
-        weights, bigrams, query_terms = self._query(question, keywords)
         ws = s.span_weight
-        terms = self._channel(
-            weights, d.term_vocab, d.term_idf, self._unseen_query, d.passages_terms, d.pages_terms,
-            d.spans_terms if ws > 0 else None,
-        )
-        grams = self._channel(
-            dict.fromkeys(bigrams, 1.0), d.bigram_vocab, d.bigram_idf, self._unseen_query,
-            d.passages_bigrams, d.pages_bigrams, d.spans_bigrams if ws > 0 else None,
-        )
-        unknown = terms.unknown
+        specs, unknown = self._term_specs(query)
+        terms = self._channel(specs, unknown, d.passages_terms, d.pages_terms, d.spans_terms if ws > 0 else None)
+        grams = self._channel(self._bigram_specs(query), [], d.passages_bigrams, d.pages_bigrams,
+                              d.spans_bigrams if ws > 0 else None)
         wb = s.bigram_weight
         passage = np.zeros(d.n_passages, dtype=np.float32)
         page = np.zeros(d.n_pages, dtype=np.float32)
@@ -236,7 +267,7 @@ class OursRetriever(Retriever):
         if s.score_power != 1.0:
             combined = np.power(combined, s.score_power, dtype=np.float32)
             page = np.power(page, s.score_power, dtype=np.float32)
-        return combined, page, query_terms, unknown
+        return combined, page, unknown
 
     def _with_spans(self, window: np.ndarray, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
         """window * (1 - ws + ws * r), r = min(1, best span's presence share / the window's);
@@ -264,7 +295,12 @@ class OursRetriever(Retriever):
         keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)
         if not question.strip() and not keywords:
             return self.empty_result(question, keywords, "empty question: nothing to search for")
-        scores, _, query_terms, unknown = self.scores(question, keywords)
+        base, extended = self.query(question, keywords)
+        scores, _, unknown = self.query_scores(base)
+        query_terms = base.terms
+        if extended is not None:  # keywords may only add evidence (see `scores`)
+            scores = np.maximum(scores, self.query_scores(extended)[0])
+            query_terms = extended.terms
         if not query_terms:
             return self.empty_result(
                 question, keywords,
@@ -285,6 +321,11 @@ class OursRetriever(Retriever):
             notes.append(f"no passage scored at least the threshold {threshold} (best {top:.3f})")
         if unknown:
             notes.append("terms found nowhere in the corpus: " + ", ".join(unknown))
+        ignored = self._ignored_keywords(keywords, extended)
+        if ignored:
+            notes.append("keywords found nowhere in the corpus (ignored): " + ", ".join(ignored))
+        vocab = self.data.term_vocab
+        fired = [e for e in (extended or base).expansions if e.target in vocab]
         return RetrievalResult(
             question=question,
             keywords=list(keywords),
@@ -298,7 +339,20 @@ class OursRetriever(Retriever):
             notes=notes,
             unknown_terms=unknown,
             candidates_total=total,
+            expansions=[e.to_json() for e in fired],
         )
+
+    def _ignored_keywords(self, keywords: Sequence[str], extended: Query | None) -> list[str]:
+        """The keywords none of whose terms the corpus has (a model's junk: INST, <<SYS>>)."""
+        if not keywords:
+            return []
+        known = {s.term for s in extended.slots} if extended is not None else set()
+        out = []
+        for k in keywords:
+            terms = self.analyzer.query_terms(k)
+            if not any(t in known or t in self.data.term_vocab for t in terms):
+                out.append(k)
+        return out
 
     def _candidates(self, above: np.ndarray, scores: np.ndarray) -> tuple[list[Candidate], int]:
         """The best settings.max_candidates pages with a passage above the threshold (by

@@ -70,6 +70,8 @@ class RetrievalResult:
     unknown_terms: list[str] = field(default_factory=list)
     # pages that cleared the threshold, when more than the `candidates` listed
     candidates_total: int | None = None
+    # query expansions that reached a corpus term (retrieval.expansion): what fired
+    expansions: list[dict] = field(default_factory=list)
 
     @property
     def governed(self) -> bool:
@@ -96,6 +98,7 @@ class RetrievalResult:
             "candidates_total": len(self.candidates) if self.candidates_total is None else self.candidates_total,
             "notes": list(self.notes),
             "unknown_terms": list(self.unknown_terms),
+            "expansions": [dict(e) for e in self.expansions],
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
                 for c in self.candidates

@@ -113,3 +113,23 @@ def decode_html(body: bytes, content_type: str | None = None) -> tuple[str, str]
         detected = weak
     codec = detected or "utf-8"  # nothing decodes cleanly: UTF-8 with replacement marks
     return body.decode(codec, errors="replace"), codec
+
+
+# Characters no page's text holds: C0 controls but tab and line ends, DEL, C1 controls, and
+# U+FFFD, which decoding puts where bytes made no sense. A share above MAX_JUNK_SHARE of the
+# non-space characters means the bytes were not text (or not in any encoding we know).
+JUNK = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufffd]")
+MAX_JUNK_SHARE = 0.02
+
+
+def implausible_text(text: str) -> str | None:
+    """Why decoded `text` cannot be a page (binary bytes, a wrong encoding), or None."""
+    junk = len(JUNK.findall(text))
+    if not junk:
+        return None
+    visible = len(text) - sum(text.count(c) for c in " \t\r\n\f")
+    share = junk / max(1, visible)
+    if share > MAX_JUNK_SHARE:
+        return (f"{share:.0%} of its {visible} characters are control or replacement characters "
+                f"(at most {MAX_JUNK_SHARE:.0%} can be text)")
+    return None

@@ -1,4 +1,5 @@
-"""`guiderag pages`, and the printed report of `guiderag scrape` (see ../shared/CONTRACT.md).
+"""`guiderag pages`, `guiderag check`, and the printed report of `guiderag scrape` (see
+../shared/CONTRACT.md).
 
 The scrape command itself (scrape, then rebuild the index) is guiderag.commands: it spans
 two stages.
@@ -11,7 +12,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-from guiderag.settings import Settings
+from guiderag.errors import InputError
+from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store.pages import Store
 
 from .run import ScrapeReport
@@ -31,7 +33,8 @@ def print_report(report: ScrapeReport) -> None:
     for url, reason in sorted(s.failed.items()):
         _say(f"failed: {url}: {reason}")
     c = s.counts()
-    print(f"scraped {report.toc_url}: {report.content_count} content pages of {len(report.links)} links")
+    into = f" into guideline {report.guideline}" if report.guideline != DEFAULT_GUIDELINE else ""
+    print(f"scraped {report.toc_url}{into}: {report.content_count} content pages of {len(report.links)} links")
     print(f"added {c['added']}, changed {c['changed']}, unchanged {c['unchanged']}, "
           f"removed {c['removed']}, failed {c['failed']}")
     if not s.corpus_changed:
@@ -41,10 +44,11 @@ def print_report(report: ScrapeReport) -> None:
 def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     """List the stored pages (current version of each)."""
     with Store(settings.db, create=False) as store:
-        pages = store.current_pages(include_removed=bool(args.all))
+        gid = store.resolve_guideline(settings.guideline) if settings.guideline else None
+        pages = store.current_pages(include_removed=bool(args.all), guideline=gid)
     rows: list[dict[str, Any]] = [
         {"url": p.url, "title": p.title, "version": p.version, "fetched_at": p.fetched_at,
-         "content_hash": p.content_hash, "lines": len(p.lines), "removed": p.removed}
+         "content_hash": p.content_hash, "lines": len(p.lines), "removed": p.removed, "guideline": p.guideline}
         for p in pages
     ]
     if args.json:
@@ -59,3 +63,56 @@ def run_pages(args: argparse.Namespace, settings: Settings) -> int:
               f"{r['content_hash'][:19]}\t{r['title']}{mark}")
     print(f"{len(rows)} pages", file=sys.stderr)
     return 0
+
+
+def run_check(args: argparse.Namespace, settings: Settings) -> int:
+    """Compare the live site of one guideline (or of each) with the store, writing nothing
+    of the corpus: exit 0 in sync, 3 diverged or too old, 1 when a check failed."""
+    from .check import DIVERGED, FAILED, IN_SYNC, TOO_OLD, check_guideline, write_status
+    from .run import check_toc_url
+
+    toc = getattr(args, "toc_url", None)
+    if toc:
+        check_toc_url(toc)  # a malformed URL is bad input (exit 2), an unreachable one a failed check
+    with Store(settings.db, readonly=True) as store:
+        ids = [store.resolve_guideline(settings.guideline)] if settings.guideline else [g.id for g in store.guidelines()]
+    if not ids:
+        raise InputError(f"the store {settings.db} holds no guideline to check: scrape one first")
+    if toc and len(ids) > 1:
+        raise InputError(f"the store holds {len(ids)} guidelines: name the one {toc} belongs to with --guideline ID")
+    results = []
+    for gid in ids:
+        target = settings.replace(guideline=gid)
+        result = check_guideline(target, toc)
+        try:
+            write_status(target, result)
+        except OSError as exc:
+            _say(f"guiderag: warning: could not record the check in {target.check_status_path} ({exc})")
+        results.append(result)
+    statuses = {r.status for r in results}
+    code = 1 if FAILED in statuses else 3 if statuses & {DIVERGED, TOO_OLD} else 0
+    if getattr(args, "json", False):
+        overall = FAILED if code == 1 else IN_SYNC if code == 0 else DIVERGED
+        print(json.dumps({"status": overall, "exit_code": code, "guidelines": [r.to_json() for r in results]},
+                         ensure_ascii=False, indent=1))
+        return code
+    for r in results:
+        print(_check_text(r))
+    return code
+
+
+def _check_text(r: Any) -> str:
+    age = f", {r.age_hours:.1f} h ago" if r.age_hours is not None else ""
+    head = f"{r.guideline}: {r.status.replace('_', ' ')} (last scrape {r.last_scrape or 'never'}{age}"
+    head += f"; max age {r.max_age_hours:g} h)" if r.max_age_hours else ")"
+    lines = [head]
+    if r.error:
+        lines.append(f"  check failed: {r.error}")
+        return "\n".join(lines)
+    for what in ("changed", "added", "removed"):
+        for item in getattr(r, what):
+            lines.append(f"  {what}: {item['url']}" + (f" ({item['title']})" if item.get("title") else ""))
+    for item in r.unreachable:
+        lines.append(f"  unreachable: {item['url']}: {item['reason']}")
+    lines.append(f"  {r.unchanged} of {r.stored_pages} stored pages unchanged")
+    return "\n".join(lines)

@@ -1,21 +1,28 @@
 """Fetch pages politely and robustly.
 
-One `requests.Session` with a clear User-Agent; a timeout; retries with exponential
-backoff on 5xx, 429 and connection errors; a delay between requests (robots.txt
-Crawl-delay when longer); robots.txt obeyed (missing = allow all, 401/403 = disallow all,
-5xx = disallow all as RFC 9309 says); a size limit enforced while streaming; redirects
-followed by hand, within the site only; conditional GET; non-HTML refused by Content-Type
-before the body is read; charset decoded by scraper.charset, never requests' guess.
+One `requests.Session` with a clear User-Agent; a timeout per socket read and a deadline
+for a whole response (a server trickling bytes cannot hold a scrape); retries with
+exponential backoff on 5xx, 429 and connection errors, waiting as long as a Retry-After
+asks (up to a cap: beyond it the site is left alone); a delay between requests
+(robots.txt Crawl-delay when longer); robots.txt obeyed (missing = allow all, 401/403 =
+disallow all, 5xx or 429 = the site is unavailable, nothing is fetched, as RFC 9309 says);
+a size limit enforced while streaming; redirects followed by hand, within the site only;
+conditional GET; non-HTML refused by Content-Type before the body is read; charset decoded
+by scraper.charset, never requests' guess, and text that is not plausibly text (binary
+bytes sent as text/html) refused.
 """
 from __future__ import annotations
 
 import time
 import urllib.robotparser
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Mapping, TypedDict
 from urllib.parse import urljoin
 
 import requests
+import urllib3.exceptions
 
 from guiderag.settings import Settings
 from guiderag.clock import utc_now
@@ -35,6 +42,10 @@ RETRY_STATUSES = frozenset({429})  # besides every 5xx
 # Answers that say the site (not one page) is unavailable: with connection errors, they
 # count towards settings.abort_after_failures. A 500 is one broken page.
 DOWN_STATUSES = frozenset({429, 502, 503, 504})
+# Answers whose Retry-After header says how long to wait before asking again.
+RETRY_AFTER_STATUSES = frozenset({429, 503})
+# robots.txt answering these means the site is unavailable (RFC 9309 2.3.1.4; 429 as Google does).
+ROBOTS_UNAVAILABLE = frozenset({429})  # besides every 5xx
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 CHUNK_BYTES = 65536
 
@@ -66,6 +77,9 @@ class FetchResult:
     # True for connection errors and 502/503/504 after all retries: the mark of a site going down.
     server_trouble: bool = False
     fetched_at: str = ""
+    # The site asked (Retry-After) to be left alone longer than settings.retry_after_max_s:
+    # no further request of this scrape should be sent.
+    stay_away: bool = False
 
     @property
     def ok(self) -> bool:
@@ -76,12 +90,15 @@ class Robots:
     """robots.txt of one site, read once."""
 
     def __init__(self, parser: urllib.robotparser.RobotFileParser | None, user_agent: str, note: str,
-                 *, disallow_all: bool = False, unreachable: bool = False) -> None:
+                 *, disallow_all: bool = False, unreachable: bool = False, unavailable: bool = False,
+                 stay_away: bool = False) -> None:
         self.parser = parser
         self.user_agent = user_agent
         self.note = note
         self.disallow_all = disallow_all
         self.unreachable = unreachable  # the site did not answer at all
+        self.unavailable = unavailable  # it answered 5xx / 429: down or overloaded, not a ban
+        self.stay_away = stay_away  # it asked (Retry-After) to be left alone beyond the cap
 
     def allowed(self, url: str) -> bool:
         if self.disallow_all:
@@ -135,9 +152,10 @@ class Fetcher:
         elif result.status in (401, 403):
             self.robots = Robots(None, ua, f"robots.txt answered HTTP {result.status}: nothing allowed",
                                  disallow_all=True)
-        elif result.status is not None and result.status >= 500:
-            self.robots = Robots(None, ua, f"robots.txt answered HTTP {result.status}: nothing allowed "
-                                 "until the server recovers (RFC 9309)", disallow_all=True)
+        elif result.status is not None and (result.status >= 500 or result.status in ROBOTS_UNAVAILABLE):
+            self.robots = Robots(None, ua, f"{url} answered {result.reason}: the site is unavailable, "
+                                 "nothing may be fetched until it recovers (RFC 9309)", disallow_all=True,
+                                 unavailable=True, stay_away=result.stay_away)
         elif result.status is None and result.server_trouble:
             self.robots = Robots(None, ua, f"cannot reach {self.site}: {result.reason}", unreachable=True)
         else:
@@ -182,10 +200,13 @@ class Fetcher:
         attempts = s.retries + 1
         last_reason = ""
         last_status: int | None = None
+        wait = 0.0  # before the next attempt: the backoff, or what Retry-After asked
         for attempt in range(attempts):
             if attempt:
-                time.sleep(s.backoff_s * (2 ** (attempt - 1)))
+                time.sleep(max(wait, s.backoff_s * (2 ** (attempt - 1))))
+            wait = 0.0
             self._pause()
+            started = time.monotonic()
             try:
                 resp = self.session.get(current, headers=headers, timeout=s.timeout_s,
                                         allow_redirects=False, stream=True)
@@ -203,13 +224,24 @@ class Fetcher:
                 status = resp.status_code
                 if status >= 500 or status in RETRY_STATUSES:
                     last_reason, last_status = f"HTTP {status} {resp.reason or ''}".strip(), status
+                    asked = retry_after(resp.headers.get("Retry-After")) if status in RETRY_AFTER_STATUSES else None
+                    if asked is not None and asked > s.retry_after_max_s:
+                        return FetchResult(
+                            url, FAILED, final_url=current, status=status, server_trouble=True, stay_away=True,
+                            reason=f"{last_reason}, asking to wait {asked:.0f} s before the next request "
+                                   f"(Retry-After), longer than the cap of {s.retry_after_max_s:g} s "
+                                   "(GUIDERAG_RETRY_AFTER_MAX_S)"), None
+                    wait = asked or 0.0
                     continue
                 try:
-                    return self._read(url, current, resp, want_html)
-                except (requests.ConnectionError, requests.Timeout,
-                        requests.exceptions.ChunkedEncodingError) as exc:
+                    return self._read(url, current, resp, want_html, started + s.fetch_deadline_s)
+                except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                        urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as exc:
                     last_reason, last_status = f"connection lost while reading ({_short(exc)})", None
                     continue
+                except urllib3.exceptions.DecodeError as exc:
+                    return FetchResult(url, FAILED, final_url=current, status=status,
+                                       reason=f"the body could not be decompressed ({_short(exc)})"), None
                 finally:
                     self._last_request = time.monotonic()  # the response has ended
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
@@ -217,7 +249,8 @@ class Fetcher:
                            reason=f"{last_reason} {tries}",
                            server_trouble=last_status is None or last_status in DOWN_STATUSES), None
 
-    def _read(self, url: str, current: str, resp: requests.Response, want_html: bool) -> tuple[FetchResult, str | None]:
+    def _read(self, url: str, current: str, resp: requests.Response, want_html: bool,
+              deadline: float) -> tuple[FetchResult, str | None]:
         status = resp.status_code
         now = utc_now()
         if status in (301, 302, 303, 307, 308):
@@ -245,7 +278,16 @@ class Fetcher:
             return FetchResult(url, FAILED, reason=f"larger than the size limit ({declared} > {limit} bytes)",
                                **common), None
         body = bytearray()
-        for chunk in resp.iter_content(CHUNK_BYTES):
+        while True:
+            if time.monotonic() > deadline:
+                return FetchResult(url, FAILED, server_trouble=True, **common, reason=(
+                    f"the response took longer than the deadline of {self.settings.fetch_deadline_s:g} s "
+                    f"({len(body)} bytes received; GUIDERAG_FETCH_DEADLINE_S)")), None
+            # read1: whatever has arrived (at most one socket read), so that the deadline is
+            # checked however slowly the bytes come; decoded (gzip) in bounded pieces.
+            chunk = resp.raw.read1(CHUNK_BYTES, decode_content=True)
+            if not chunk:
+                break
             body.extend(chunk)
             if len(body) > limit:
                 return FetchResult(url, FAILED, reason=f"larger than the size limit ({limit} bytes)",
@@ -255,7 +297,28 @@ class Fetcher:
             return FetchResult(url, NOT_HTML, reason="not HTML (no Content-Type, and the body is not HTML)",
                                **common), None
         text, codec = charset.decode_html(data, content_type)
+        if want_html:
+            why = charset.implausible_text(text)
+            if why:
+                return FetchResult(url, FAILED, codec=codec, content_type=content_type, **common,
+                                   reason=f"not text: {why} (binary data sent as {media or 'HTML'}?)"), None
         return FetchResult(url, OK, html=text, codec=codec, content_type=content_type, **common), None
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a Retry-After header asks to wait (delta-seconds or an HTTP date), or None."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _looks_like_html(data: bytes) -> bool:

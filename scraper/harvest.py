@@ -26,6 +26,7 @@ class LinkRecord:
     reason: str
     include: bool  # fetched and stored as a guideline page
     auto_category: str = ""  # what the classifier said, before any hand edit
+    hand: bool = False  # include/category set by hand in the workbook: no verdict learnt by fetching overrides it
 
     def with_verdict(self, category: str, reason: str, include: bool | None = None) -> "LinkRecord":
         return replace(

@@ -13,10 +13,15 @@ are mostly links (menus and tables of contents, whatever their class).
 Lines are shown verbatim later: no NFKC, only whitespace is collapsed (a line break in
 the source between two Japanese characters is removed, as browsers do). A block longer
 than `split_over_chars` becomes one line per sentence. Same HTML text, same lines.
+
+`read_page` also reports what the scraper decides after fetching (scraper.postfetch): the
+page's `<link rel="canonical">`, and its link profile (how much of its main text, link
+lists included, is the text of which links), which tells a chapter index from content.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from bs4 import BeautifulSoup, NavigableString, Tag
@@ -318,8 +323,53 @@ def _text_of(el: Tag, extractor: _Extractor) -> str:
     return " ".join(sub.lines)
 
 
-def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[str, list[str]]:
-    """(title, lines) of an HTML page. Title: the main content's <h1>, else <title>."""
+@dataclass(frozen=True)
+class LinkProfile:
+    """The links of a page's main text, link lists included (which `extract` drops from
+    a page without <main>), against the length of that text."""
+
+    text_chars: int  # characters of the main text, the title line left out
+    links: tuple[tuple[str, int], ...]  # (href as written, characters of its text), in page order
+    base: str | None = None  # the page's <base href>, when it has one
+
+
+@dataclass(frozen=True)
+class PageText:
+    """What one parse of a page gives: its title and lines, its canonical link, its links."""
+
+    title: str
+    lines: list[str]
+    canonical: str | None  # href of <link rel="canonical">, as written
+    profile: LinkProfile
+
+
+class _LinkCounter(_Extractor):
+    """The extractor that keeps link lists, noting every link it keeps and its text."""
+
+    def __init__(self, hidden_classes: frozenset[str], fallback: bool) -> None:
+        super().__init__(hidden_classes, fallback, 0, link_density=False)
+        self.links: list[tuple[str, int]] = []
+
+    def walk(self, node: Tag) -> None:
+        for child in node.children:
+            if isinstance(child, Tag) and child.name == "a" and child.get("href") is not None \
+                    and not self.is_dropped(child):
+                self.links.append((str(child.get("href")), len(collapse(child.get_text(" ")))))
+        super().walk(node)
+
+
+def _canonical(soup: BeautifulSoup) -> str | None:
+    for tag in soup.find_all("link", href=True):
+        rel: object = tag.get("rel") or []
+        rels = rel.split() if isinstance(rel, str) else list(rel) if isinstance(rel, (list, tuple)) else []
+        if any(str(r).lower() == "canonical" for r in rels):
+            href = str(tag.get("href", "")).strip()
+            return href or None
+    return None
+
+
+def _parse(html: str, split_over_chars: int) -> tuple[BeautifulSoup, _Extractor, Tag, str]:
+    """(soup, the extractor that read the lines, content root, title) of a page."""
     soup = BeautifulSoup(html, "html.parser")
     hidden = _hidden_classes(soup)
     root, fallback = _content_root(soup)
@@ -339,9 +389,38 @@ def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[s
                 break
     if not title and soup.title is not None:
         title = collapse(soup.title.get_text())
+    return soup, extractor, root, title
+
+
+def read_page(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> PageText:
+    """Title, lines, canonical link and link profile of an HTML page, from one parse."""
+    soup, extractor, root, title = _parse(html, split_over_chars)
+    counter = _LinkCounter(extractor.hidden_classes, extractor.fallback)
+    counter.walk(root)
+    counter.flush()
+    chars = sum(len(line) for line in counter.lines)
+    if title and title in counter.lines:
+        chars -= len(title)
+    base = soup.find("base", href=True)
+    profile = LinkProfile(text_chars=max(chars, 0), links=tuple(counter.links),
+                          base=str(base["href"]) if isinstance(base, Tag) else None)
+    return PageText(title=title, lines=extractor.lines, canonical=_canonical(soup), profile=profile)
+
+
+def extract(html: str, *, split_over_chars: int = DEFAULT_SPLIT_OVER) -> tuple[str, list[str]]:
+    """(title, lines) of an HTML page. Title: the main content's <h1>, else <title>."""
+    _, extractor, _, title = _parse(html, split_over_chars)
     return title, extractor.lines
 
 
 def nonempty(lines: Iterable[str]) -> bool:
     """True when there is at least one line of text."""
     return any(line.strip() for line in lines)
+
+
+LETTER = re.compile(r"[^\W\d_]")  # a letter of any script (\w without digits and "_")
+
+
+def has_letters(lines: Iterable[str]) -> bool:
+    """True when some line holds a letter: text of digits and symbols only is no page."""
+    return any(LETTER.search(line) for line in lines)

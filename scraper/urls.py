@@ -22,7 +22,8 @@ NAVIGATION = "navigation"
 OUTSIDE_GUIDE = "outside-guide"
 DISALLOWED = "robots-disallowed"
 DUPLICATE = "duplicate"
-CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE)
+INDEX = "index"  # learnt by fetching: a page whose main text is a list of links to guide pages
+CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE, INDEX)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 WWW_PREFIX = re.compile(r"^www\d?\.", re.IGNORECASE)
@@ -98,6 +99,14 @@ def page_key(url: str) -> str:
     as linked and compared by key.
     """
     return normalize_url(url, drop_index=True)
+
+
+def document_key(url: str) -> str:
+    """The page key without its query string: the spellings `q1.html`, `q1.html?from=toc`
+    and `q1.html#s2` share it. Whether they serve one document is for the fetched pages
+    to say (scraper.postfetch)."""
+    parts = urlsplit(page_key(url))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def _normalize_path(path: str, drop_index: bool) -> str:

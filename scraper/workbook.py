@@ -32,6 +32,9 @@ HOW_TO_REVIEW = (
     "To correct it, change include (or category) and scrape again with --urls-xlsx pointing at this file: "
     "your edits win, and stay in force on later scrapes.",
     "To add a page the table of contents does not link, add a row with its url and include TRUE.",
+    "Learnt by fetching: 'index' = a page that is only a list of links to guide pages (set include TRUE to "
+    "keep it anyway); 'duplicate' = another spelling of a page listed above (query string, #fragment, "
+    "rel=canonical), with the page it resolved to in the reason.",
     "Categories: " + ", ".join(urls.CATEGORIES) + ".",
 )
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "○", "はい", "対象"})
@@ -161,7 +164,7 @@ def apply_edits(records: list[LinkRecord], edits: Mapping[str, Edit], *,
         fetched_url = private(url)
         rec = LinkRecord(url=fetched_url, href=url, link_text=edit.link_text, category=urls.CONTENT,
                          reason="added by hand in the workbook", include=True,
-                         auto_category=auto or "")
+                         auto_category=auto or "", hand=True)
         if toc_url and not (urls.is_web_url(fetched_url) and urls.is_same_site(fetched_url, toc_url)):
             rec = rec.with_verdict(urls.OFFSITE, "added by hand in the workbook, but not on the guide's "
                                    "site: not fetched")
@@ -176,11 +179,11 @@ def _edited(rec: LinkRecord, edit: Edit) -> LinkRecord:
         category = edit.category if edit.category and edit.category != auto else rec.category
         done = "included" if edit.include else "excluded"
         reason = f"{done} by hand in the workbook (classifier: {rec.reason})"
-        return replace(rec, category=category, include=edit.include, reason=reason)
+        return replace(rec, category=category, include=edit.include, reason=reason, hand=True)
     if edit.category and edit.category != auto:
         include = edit.category == urls.CONTENT
         return replace(rec, category=edit.category, include=include,
-                       reason=f"category set by hand in the workbook (classifier: {rec.reason})")
+                       reason=f"category set by hand in the workbook (classifier: {rec.reason})", hand=True)
     return rec
 
 

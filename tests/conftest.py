@@ -36,6 +36,34 @@ def fast_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return db
 
 
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in this process, as at a terminal. A shell starting
+    pytest in the background (`cmd &` without job control) hands it SIGINT ignored."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def scraped_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample scraped and indexed once per session, in a clean environment.
+    Tests copy it (storekit.copy_store) before they change anything."""
+    import os
+
+    from guiderag.cli import main
+
+    db = tmp_path_factory.mktemp("scraped-sample") / "guide.db"
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
+    try:
+        assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
+    finally:
+        os.environ.update(saved)
+    return db
+
+
 @pytest.fixture(scope="session")
 def local_model(tmp_path_factory: pytest.TempPathFactory):
     """The real local model (llama.cpp's server with Gemma 3 270M, tests/local_model.py) on

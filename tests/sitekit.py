@@ -6,14 +6,18 @@
     with site.serve() as base:          # "http://127.0.0.1:PORT"
         scrape(settings, base + "/guide/index.html")
 
-Like `http.server`, pages go out as `text/html` with no charset unless asked, the trap a
+A page may be given for one query string too (`site.page("/q.html?print=1", ...)`); other
+queries get the page of the path. Like `http.server`, pages go out as `text/html` with no charset unless asked, the trap a
 real scraper must survive. A site can answer 404/500, redirect, send ETags and answer 304,
-fail its first N requests for a path, or go down (drop connections) after N requests.
+fail its first N requests for a path (with headers such as Retry-After), trickle a body one
+byte at a time, answer every request with one status (an outage), or go down (drop
+connections) after N requests. `times` holds when each path was requested (monotonic).
 """
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +37,8 @@ class Route:
     etag: bool = False  # send an ETag and answer If-None-Match with 304
     fail_first: int = 0  # answer fail_status to the first N requests
     fail_status: int = 500
+    fail_headers: dict[str, str] = field(default_factory=dict)  # sent with those answers
+    trickle_s: float = 0.0  # > 0: send the headers, then the body one byte every trickle_s
 
 
 def html_page(title: str, body: str, *, head: str = "", lang: str = "ja", charset: str | None = None) -> str:
@@ -58,6 +64,8 @@ class Site:
         self.request_headers: dict[str, dict[str, str]] = {}  # path -> headers of its last request
         self.requests = 0
         self.down_after_requests: int | None = None
+        self.outage_status: int | None = None  # every request answered with this status
+        self.times: dict[str, list[float]] = {}
         self.lock = threading.Lock()
 
     # -- building ---------------------------------------------------------------------
@@ -100,23 +108,34 @@ class Site:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 (stdlib name)
-                path = urlsplit(self.path).path
+                parts = urlsplit(self.path)
+                path = parts.path
                 with site.lock:
                     site.requests += 1
                     site.hits[path] += 1
                     site.request_headers[path] = dict(self.headers.items())
+                    site.times.setdefault(path, []).append(time.monotonic())
                     down = site.down_after_requests is not None and site.requests > site.down_after_requests
                     count = site.hits[path]
                 if down:
                     self.close_connection = True
                     self.connection.close()  # no status line at all: a connection error
                     return
-                route = site.routes.get(path)
+                if site.outage_status is not None:
+                    self._send(site.outage_status, b"<html><body>unavailable</body></html>", "text/html", {})
+                    return
+                # a route for the path with its query ("/q.html?print=1") first, then the path's
+                route = site.routes.get(f"{path}?{parts.query}") if parts.query else None
+                route = route or site.routes.get(path)
                 if route is None:
                     self._send(404, b"<html><body><h1>Not Found</h1></body></html>", "text/html", {})
                     return
                 if count <= route.fail_first:
-                    self._send(route.fail_status, b"<html><body>server error</body></html>", "text/html", {})
+                    self._send(route.fail_status, b"<html><body>server error</body></html>", "text/html",
+                               route.fail_headers)
+                    return
+                if route.trickle_s > 0:
+                    self._trickle(route)
                     return
                 headers = dict(route.headers)
                 if route.etag:
@@ -128,6 +147,19 @@ class Site:
                         self._send(304, b"", None, headers)
                         return
                 self._send(route.status, route.body, route.content_type, headers)
+
+            def _trickle(self, route: Route) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", route.content_type)
+                self.send_header("Content-Length", str(len(route.body)))
+                self.end_headers()
+                try:
+                    for i in range(len(route.body)):
+                        self.wfile.write(route.body[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(route.trickle_s)
+                except OSError:
+                    pass  # the client gave up: what a deadline is for
 
             def _send(self, status: int, body: bytes, content_type: str | None, headers: dict[str, str]) -> None:
                 self.send_response(status)

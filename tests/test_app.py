@@ -236,6 +236,27 @@ def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     assert history(at)[0].answer.governed
 
 
+def test_only_the_bundled_sample_is_called_the_sample() -> None:
+    """A guideline scraped from a loopback server (a local mirror, a test site) is named by
+    its host and linked, like any other; only the bundled sample's stored URL is the sample."""
+    from guiderag.ui.bootstrap import StoreStatus
+
+    settings = Settings.load(env={})
+    def status(url: str) -> StoreStatus:
+        return StoreStatus(pages=3, toc_url=url, last_scraped=None, last_run_id=1)
+
+    sample = status(settings.sample_site_url + "/guide/index.html")
+    assert render.site_label(sample, settings) == TEXT["sidebar_sample"]
+    assert "href=" not in render.sidebar_html(sample, settings)
+    for url in ("http://127.0.0.1:8123/guide/index.html", "http://localhost/guide/index.html",
+                settings.sample_site_url + "/other/index.html"):
+        assert not render.is_sample_site(url, settings), url
+        assert render.site_label(status(url), settings) != TEXT["sidebar_sample"]
+    local = status("http://127.0.0.1:8123/guide/index.html")
+    assert render.site_label(local, settings) == "127.0.0.1"
+    assert 'href="http://127.0.0.1:8123/guide/index.html"' in render.sidebar_html(local, settings)
+
+
 def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
@@ -433,19 +454,19 @@ def test_a_slow_model_answer_does_not_hold_up_another_session(
 
     gate = threading.Event()
     if one_lock:
-        class Serialized(session.Chatbot):
+        class Serialized(session.Library):
             def ask(self, *args, **kwargs):  # type: ignore[override]
                 with session.INDEX_LOCK:
                     return super().ask(*args, **kwargs)
 
-        monkeypatch.setattr(session, "Chatbot", Serialized)
+        monkeypatch.setattr(session, "Library", Serialized)
     with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
         for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
                            "GUIDERAG_ANSWER_MODEL": "stub-model", "GUIDERAG_MODEL_TIMEOUT_S": "60"}.items():
             clean_env.setenv(key, value)
         settings = Settings.load()
         status = store_status(settings)
-        session.get_retriever(settings, status)  # loaded: what follows is answering only
+        session.get_library(settings, status)  # loaded: what follows is answering only
         slow: list[session.Turn] = []
         waiting = threading.Thread(target=lambda: slow.append(session.ask(IN_SCOPE, "lines", settings, status)))
         waiting.start()
@@ -479,7 +500,7 @@ def test_the_progress_line_says_what_is_happening_and_for_how_long(store_copy: P
                 seen.append((stage, chars))
                 super().update(stage, chars)
 
-        turn = session.ask(IN_SCOPE, "lines", settings, store_status(settings), Recorder())
+        turn = session.ask(IN_SCOPE, "lines", settings, store_status(settings), activity=Recorder())
     assert turn.answer is not None and turn.answer.model_use["answer"]["outcome"] == "answered"
     stages = [s for s, _ in seen]
     assert stages[0] == "searching" and "keywords" in stages and "answering" in stages

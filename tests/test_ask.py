@@ -26,15 +26,9 @@ THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "骨折したときのギプスの巻き方を教えてください"
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    """The sample guideline scraped (with its index) once for this module."""
-    db = tmp_path_factory.mktemp("sample") / "guide.db"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
-    try:
-        assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
-    finally:
-        os.environ.update(saved)
-    return db
+def sample_db(scraped_sample) -> Path:
+    """The sample guideline scraped (with its index) once (conftest.scraped_sample)."""
+    return scraped_sample
 
 
 @pytest.fixture()

@@ -63,7 +63,7 @@ def sample_db(tmp_path_factory) -> Path:
     return db
 
 
-def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path, capsys):
+def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path, capsys, sigint_raises):
     """A real SIGINT during the third question: the first two are in a valid workbook."""
     from guiderag import retrieval
 

@@ -13,7 +13,6 @@ Timings are printed (not asserted); the quality of a 270M model is not the point
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from guiderag.eval.protocol_set import protocol_questions
 from guiderag.settings import Settings
 from guiderag.store import Store
 from local_model import REFERENCE_CHARS, model_settings
+from storekit import copy_store
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -34,14 +34,9 @@ SHORT_THYMIC = "胸腺腫の治療法は？"
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("sample-llm") / "guide.db"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
-    try:
-        assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
-    finally:
-        os.environ.update(saved)
-    return db
+def sample_db(scraped_sample, tmp_path_factory) -> Path:
+    """A copy of the session's sample store (conftest.scraped_sample): the asks here write audit rows."""
+    return copy_store(scraped_sample, tmp_path_factory.mktemp("sample-llm") / "guide.db")
 
 
 @pytest.fixture(scope="module")

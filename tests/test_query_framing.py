@@ -106,7 +106,10 @@ def test_an_unknown_verb_weighs_less_than_an_unknown_noun(retriever) -> None:
     s = retriever.settings
     weights = retriever.query_weights("副作用で泳げない")  # 泳ぐ: a verb the corpus never uses
     unseen = retriever.query_weights("副作用のグリオーマ")["グリオーマ"]
-    assert weights["泳ぐ"] == pytest.approx(unseen * s.verb_weight * s.unknown_verb_weight)
+    # ... and an everyday one: its specificity in general Japanese weighs it too (issue 11)
+    [swim] = [t for t in retriever.analyzer.query_analysis("副作用で泳げない").terms if t.text == "泳ぐ"]
+    assert weights["泳ぐ"] == pytest.approx(
+        unseen * s.verb_weight * s.unknown_verb_weight * retriever.builder.specificity(swim))
     assert weights["泳ぐ"] < unseen
 
 

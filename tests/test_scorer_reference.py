@@ -36,9 +36,13 @@ def _texts(analyzer, page: PageVersion) -> tuple[list[list[str]], list[list[str]
     return terms, grams
 
 
-def reference_scores(pages: list[PageVersion], settings: Settings, weights: dict[str, float],
-                     bigrams: set[str]) -> np.ndarray:
-    """Every passage's score, in the order the index lists them, by the documented formula."""
+def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[tuple[str, float, dict[str, float]]],
+                     bigrams: dict[str, float]) -> np.ndarray:
+    """Every passage's score, in the order the index lists them, by the documented formula.
+
+    `slots`: (term, query weight q, alternatives {corpus term: lambda}); `bigrams`: bigram ->
+    query weight. A slot's idf is its term's, else its best alternative's, else the unseen
+    idf; a passage finds a slot at the best lambda * w of the alternatives it holds."""
     analyzer = make_analyzer(settings)
     s = settings
     n_pages = len(pages)
@@ -66,10 +70,16 @@ def reference_scores(pages: list[PageVersion], settings: Settings, weights: dict
 
     unseen = math.log1p((n_pages + 0.5) / 0.5) * s.unknown_term_weight
 
-    def channel(query: dict[str, float], which: int, page_sets: list[set[str]]) -> list[tuple[float, float, list[float]]]:
+    def channel(query: list[tuple[str, float, dict[str, float]]], which: int,
+                page_sets: list[set[str]]) -> list[tuple[float, float, list[float]]]:
         """Per passage: (BM25 share c, window presence share p, each span's presence share)."""
-        df = {t: sum(t in ps for ps in page_sets) for t in query}
-        mass = sum(q * (idf(df[t]) if df[t] else unseen) for t, q in query.items())
+        words = {t for t, _, alts in query for t in (t, *alts)}
+        df = {t: sum(t in ps for ps in page_sets) for t in words}
+        masses = []
+        for t, q, alts in query:
+            known = [idf(df[a]) for a in alts if df[a]]
+            masses.append(q * (idf(df[t]) if df[t] else (max(known) if known else unseen)))
+        mass = sum(masses)
         lengths = [sum(r[which].values()) for r in rows]
         avg = (sum(lengths) / len(lengths)) or 1.0
         out = []
@@ -77,20 +87,25 @@ def reference_scores(pages: list[PageVersion], settings: Settings, weights: dict
             counts, spans = r[which], r[2 + which]
             norm = s.bm25_k1 * (1 - s.bm25_b + s.bm25_b * length / avg)
             c = p = 0.0
-            for t, q in query.items():
-                if df[t] and counts[t]:
-                    c += q * idf(df[t]) * min(1.0, counts[t] / (counts[t] + norm))
-                    p += q * idf(df[t])
-            each = [sum(q * idf(df[t]) for t, q in query.items() if df[t] and t in sp) for sp in spans]
-            known = any(df[t] for t in query)
-            if known and mass > 0:
+            each = [0.0] * len(spans)
+            for (t, q, alts), m in zip(query, masses):
+                found = [(lam, counts[a]) for a, lam in alts.items() if df[a] and counts[a]]
+                if found:
+                    c += m * max(lam * min(1.0, n / (n + norm)) for lam, n in found)
+                    p += m * max(lam for lam, _ in found)
+                for k, sp in enumerate(spans):
+                    inside = [lam for a, lam in alts.items() if df[a] and a in sp]
+                    if inside:
+                        each[k] += m * max(inside)
+            known_any = any(df[a] for _, _, alts in query for a in alts)
+            if known_any and mass > 0:
                 out.append((c / mass, p / mass, [v / mass for v in each]))
             else:
                 out.append((0.0, 0.0, [0.0] * len(spans)))
         return out
 
-    terms = channel(weights, 0, page_terms)
-    grams = channel(dict.fromkeys(bigrams, 1.0), 1, page_grams)
+    terms = channel(slots, 0, page_terms)
+    grams = channel([(g, q, {g: 1.0}) for g, q in bigrams.items()], 1, page_grams)
     scores = []
     for (tc, tp, ts), (bc, bp, bs), row in zip(terms, grams, rows):
         wb = s.bigram_weight
@@ -121,12 +136,23 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> N
     data = build_data(corpus.pages, "v", settings, analyzer)
     retriever = OursRetriever(settings, corpus.pages, data, analyzer)
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
+    vocab = sorted(data.term_vocab)
+    rng = np.random.default_rng(seed)
     compared = 0
-    for question in questions:
-        weights, bigrams, _ = retriever._query(question, [])
-        got = retriever.scores(question)[0]
-        want = reference_scores(corpus.pages, settings, weights, bigrams)
+    multi = 0
+    for number, question in enumerate(questions):
+        query = retriever.query(question)[0]
+        if number % 2 and query.slots:
+            # expansions: a slot found through other corpus terms, below an exact match
+            slot = query.slots[int(rng.integers(len(query.slots)))]
+            for term in rng.choice(vocab, size=2, replace=False):
+                slot.alternatives[str(term)] = float(rng.uniform(0.3, 0.9))
+            multi += 1
+        got = retriever.query_scores(query)[0]
+        want = reference_scores(corpus.pages, settings,
+                                [(sl.term, sl.weight, dict(sl.alternatives)) for sl in query.slots], query.bigrams)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=question)
         compared += int((want > 0).sum())
     assert compared > 100  # the questions do match passages: the comparison is not all zeros
+    assert multi > 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import threading
 import time
@@ -31,6 +30,7 @@ from guiderag.cli import main
 from guiderag.settings import Settings
 from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
+from storekit import copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 SHORT_THYMIC = "胸腺腫の治療法は？"
@@ -40,14 +40,9 @@ GOOD_SUMMARY = ("胸腺腫瘍の治療の中心は手術です。手術で取り
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("sample") / "guide.db"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
-    try:
-        assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
-    finally:
-        os.environ.update(saved)
-    return db
+def sample_db(scraped_sample) -> Path:
+    """The sample guideline scraped once per session (conftest.scraped_sample)."""
+    return scraped_sample
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +55,7 @@ def db(sample_db, tmp_path, monkeypatch) -> Path:
     for key in list(os.environ):
         if key.startswith(("GUIDERAG_", "OPENAI_")):
             monkeypatch.delenv(key)
-    target = tmp_path / "guide.db"
-    with sqlite3.connect(sample_db) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    shutil.copytree(sample_db.with_name(sample_db.name + ".index"), target.with_name(target.name + ".index"))
-    return target
+    return copy_store(sample_db, tmp_path / "guide.db")
 
 
 def settings_for(stub: OpenAIStub, db: Path, **overrides) -> Settings:
@@ -301,12 +292,37 @@ def test_junk_model_keywords_never_refuse_what_extract_answers(db, sample_retrie
     assert answer.retrieval_result is not None and answer.retrieval_result.governed
 
 
-def test_switched_off_junk_keywords_would_refuse(db, sample_retriever, monkeypatch):
-    monkeypatch.setattr(Chatbot, "_search", lambda self, q, kw, state: self.retriever.search(q, kw))
-    with OpenAIStub([JUNK_KEYWORDS[0]]) as stub:
-        answer = ask(stub, db, sample_retriever, SHORT_THYMIC, "generate", keywords_model="stub-keywords")
-        assert stub.calls == 1  # refused before the answer model
-    assert not answer.governed and answer.model_use["answer"]["outcome"] == NOT_ASKED
+class KeywordsLowerTheScore:
+    """The real retriever, except that a search with model keywords comes back refused: a
+    scoring in which junk keywords still cost evidence (fault injection for the chatbot's
+    own guard, which must hold whatever retrieval does)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def search(self, question, keywords=None):
+        return self.inner.search(OUT_OF_SCOPE if keywords else question, None)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_the_chatbot_ignores_keywords_that_would_refuse_what_its_own_words_answer(
+    db, sample_retriever, monkeypatch, guard
+):
+    if not guard:
+        monkeypatch.setattr(Chatbot, "_search", lambda self, q, kw, state: self.retriever.search(q, kw))
+    hurt = KeywordsLowerTheScore(sample_retriever)
+    with OpenAIStub([JUNK_KEYWORDS[0], gen.INSUFFICIENT_SENTENCE]) as stub:
+        answer = ask(stub, db, hurt, SHORT_THYMIC, "generate", keywords_model="stub-keywords")
+        calls = stub.calls
+    if guard:
+        assert calls == 2 and answer.model_use["answer"]["outcome"] == DECLINED  # the model was asked
+        assert answer.model_use["keywords"]["outcome"] == "ignored"
+        assert "its own words" in answer.model_use["keywords"]["reason"]
+    else:  # switched off, the junk keywords refuse the question before the answer model
+        assert calls == 1 and not answer.governed and answer.model_use["answer"]["outcome"] == NOT_ASKED
 
 
 def test_out_of_scope_never_reaches_the_answer_model_and_says_so(db, sample_retriever):

@@ -20,22 +20,47 @@ from guiderag.errors import ScrapeError
 from guiderag.settings import Settings
 from guiderag.store import Store
 from guiderag.store.lock import bootstrap_lock
+from guiderag.store.pages import is_empty_file
 
 # progress(fraction between 0 and 1, message in Japanese for the user)
 ProgressCallback = Callable[[float, str], None]
 
 @dataclass(frozen=True)
+class GuidelineStatus:
+    """One guideline of the store, for the sidebar: what it is and whether to trust it."""
+
+    id: str
+    title: str
+    toc_url: str | None
+    pages: int
+    last_scraped: str | None
+    # why the sidebar warns: "diverged", "too_old" or "failed" (the last `guiderag check`,
+    # when newer than the last scrape), "stale" (older than settings.max_age_hours); None: fine
+    warning: str | None = None
+    checked_at: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.title or self.id
+
+
+@dataclass(frozen=True)
 class StoreStatus:
-    """What the sidebar says about the loaded guideline."""
+    """What the sidebar says about the loaded guidelines."""
 
     pages: int  # live content pages
     toc_url: str | None  # the table-of-contents page of the last good scrape
     last_scraped: str | None  # finished_at of that scrape (ISO-8601 UTC)
     last_run_id: int | None
+    guidelines: tuple[GuidelineStatus, ...] = ()  # the ones with pages, in id order
 
     @property
     def empty(self) -> bool:
         return self.pages == 0
+
+    @property
+    def warnings(self) -> list[GuidelineStatus]:
+        return [g for g in self.guidelines if g.warning]
 
 
 @dataclass(frozen=True)
@@ -50,23 +75,56 @@ class BootstrapResult:
 
 def store_status(settings: Settings) -> StoreStatus:
     """Page count and last good scrape of the store at settings.db (none there: empty)."""
-    if not settings.db.exists():  # do not leave an empty database behind just by looking
+    if _no_store_yet(settings):  # do not leave an empty database behind just by looking
         return StoreStatus(pages=0, toc_url=None, last_scraped=None, last_run_id=None)
     with Store(settings.db, create=False) as store:
         pages = store.conn.execute(
             "SELECT COUNT(*) FROM pages WHERE removed_at IS NULL"
         ).fetchone()[0]
         run = store.last_run()
+        counts = store.page_counts()
+        guidelines = []
+        for g in store.guidelines():
+            if not counts.get(g.id):
+                continue
+            last = store.last_run(guideline=g.id)
+            scraped = (last.get("finished_at") or last.get("started_at")) if last else None
+            guidelines.append(_guideline_status(settings, g.id, g.title, g.toc_url, counts[g.id], scraped,
+                                                int(last["id"]) if last else None))
     return StoreStatus(
         pages=int(pages),
         toc_url=run["toc_url"] if run else None,
         last_scraped=(run.get("finished_at") or run.get("started_at")) if run else None,
         last_run_id=int(run["id"]) if run else None,
+        guidelines=tuple(guidelines),
     )
 
 
+def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | None, pages: int,
+                      scraped: str | None, run_id: int | None) -> GuidelineStatus:
+    """A guideline's sidebar status, with the warning its last check or its age calls for."""
+    from guiderag.scraper.check import DIVERGED, FAILED, TOO_OLD, age_hours, read_status
+
+    check = read_status(settings.replace(guideline=gid))
+    warning, checked_at = None, None
+    if check is not None:
+        checked_at = check.get("checked_at")
+        # a check of an earlier scrape says nothing of the corpus a later scrape stored
+        if check.get("status") in (DIVERGED, TOO_OLD, FAILED) and check.get("last_run_id") == run_id:
+            warning = str(check["status"])
+    age = age_hours(scraped)
+    if warning is None and settings.max_age_hours > 0 and age is not None and age > settings.max_age_hours:
+        warning = "stale"
+    return GuidelineStatus(gid, title, toc_url, pages, scraped, warning, checked_at)
+
+
+def _no_store_yet(settings: Settings) -> bool:
+    """No file at settings.db, or an empty one (0 bytes, e.g. from `touch`): no store yet."""
+    return not settings.db.exists() or is_empty_file(settings.db)
+
+
 def _never_had_pages(settings: Settings) -> bool:
-    if not settings.db.exists():
+    if _no_store_yet(settings):
         return True
     with Store(settings.db, create=False) as store:
         return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
@@ -124,6 +182,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
 
 __all__ = [
     "BootstrapResult",
+    "GuidelineStatus",
     "ProgressCallback",
     "StoreStatus",
     "ensure_corpus",

@@ -13,7 +13,7 @@ import threading
 import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
-from guiderag.settings import EXTRACT, MODEL_MODES, Settings
+from guiderag.settings import AUTO_GUIDELINE, EXTRACT, MODEL_MODES, Settings
 
 # Absolute imports: `guiderag chat` hands this very file to `streamlit run`, which runs it
 # as __main__, outside its package.
@@ -22,10 +22,12 @@ from guiderag.ui.render import (
     answer_html,
     available_modes,
     error_details,
+    guidelines_html,
     is_sample_site,
     progress_html,
     question_html,
     sidebar_html,
+    warning_text,
 )
 from guiderag.ui.session import INDEX_LOCK, Activity, Turn, ask, retriever_loaded
 from guiderag.ui.text import CSS, MODE_LABELS, TEXT
@@ -55,7 +57,9 @@ def render_reply(turn: Turn, settings: Settings) -> None:
 PROGRESS_TICK_S = 0.5
 
 
-def answer_with_progress(question: str, mode: str, settings: Settings, status: StoreStatus) -> Turn:
+def answer_with_progress(
+    question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None
+) -> Turn:
     """Answer in a worker thread; meanwhile show what it is doing and for how long.
 
     The model's text itself is not streamed to the screen: whether it may be shown at all
@@ -65,7 +69,7 @@ def answer_with_progress(question: str, mode: str, settings: Settings, status: S
     done: dict[str, Turn] = {}
 
     def work() -> None:
-        done["turn"] = ask(question, mode, settings, status, activity)
+        done["turn"] = ask(question, mode, settings, status, guideline, activity)
 
     worker = threading.Thread(target=work, name="guiderag-answer", daemon=True)
     box = st.empty()
@@ -101,12 +105,23 @@ def prepare_corpus(settings: Settings) -> None:
         )
 
 
-def sidebar(settings: Settings, status: StoreStatus) -> str:
-    """Draw the sidebar; return the chosen answer mode."""
+def sidebar(settings: Settings, status: StoreStatus) -> tuple[str, str]:
+    """Draw the sidebar; return the chosen answer mode and guideline ("auto": routed)."""
+    guideline = AUTO_GUIDELINE
     with st.sidebar:
-        st.subheader(TEXT["sidebar_guideline"])
-        st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
-        if is_sample_site(status.toc_url, settings):
+        for g in status.warnings:
+            st.warning(warning_text(g, settings))
+        if len(status.guidelines) > 1:
+            st.subheader(TEXT["sidebar_guidelines"].format(count=len(status.guidelines)))
+            st.markdown(guidelines_html(status, settings), unsafe_allow_html=True)
+            labels = {AUTO_GUIDELINE: TEXT["choose_auto"], **{g.id: g.label for g in status.guidelines}}
+            guideline = st.selectbox(TEXT["sidebar_choose"], list(labels), format_func=labels.__getitem__,
+                                     key="guideline")
+        else:
+            st.subheader(TEXT["sidebar_guideline"])
+            st.markdown(sidebar_html(status, settings), unsafe_allow_html=True)
+        if any(is_sample_site(g.toc_url, settings) for g in status.guidelines) or (
+                not status.guidelines and is_sample_site(status.toc_url, settings)):
             st.caption(TEXT["sidebar_sample_note"])
         st.subheader(TEXT["sidebar_mode"])
         modes = available_modes(settings)
@@ -127,7 +142,7 @@ def sidebar(settings: Settings, status: StoreStatus) -> str:
             st.session_state["history"] = []
         st.divider()
         st.caption(TEXT["disclaimer"])
-    return mode
+    return mode, guideline
 
 
 def main() -> None:
@@ -149,7 +164,7 @@ def main() -> None:
         st.error(TEXT["app_error"])
         st.markdown(error_details(exc), unsafe_allow_html=True)
         st.stop()
-    mode = sidebar(settings, status)
+    mode, guideline = sidebar(settings, status)
     if status.empty:
         st.info(TEXT["no_guideline"])
         st.stop()
@@ -170,11 +185,13 @@ def main() -> None:
         st.markdown(question_html(question), unsafe_allow_html=True)
     with st.chat_message("assistant"):
         # Model time or an index to load takes seconds: show what is happening and for how
-        # long. An extract answer takes milliseconds: answered directly, nothing to show.
-        if mode in MODEL_MODES or not retriever_loaded(settings, status):
-            turn = answer_with_progress(question, mode, settings, status)
+        # long (a keywords model is asked in every mode). An extract answer without any
+        # model takes milliseconds: answered directly, nothing to show.
+        keywords_model = bool(settings.keywords_model and (settings.openai_api_key or settings.openai_base_url))
+        if mode in MODEL_MODES or keywords_model or not retriever_loaded(settings, status):
+            turn = answer_with_progress(question, mode, settings, status, guideline)
         else:
-            turn = ask(question, mode, settings, status)
+            turn = ask(question, mode, settings, status, guideline)
         render_reply(turn, settings)
     history.append(turn)
 

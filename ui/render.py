@@ -15,9 +15,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from guiderag.chatbot.answer import Answer, ShownPassage
 from guiderag.ranges import number_ranges
+from guiderag.redact import redact
+from guiderag.resources import SAMPLE_TOC_PATH
 from guiderag.settings import EXTRACT, MODEL_MODES, Settings
 
-from .bootstrap import StoreStatus
+from .bootstrap import GuidelineStatus, StoreStatus
 from .text import TEXT
 
 # Characters that Markdown, Streamlit's directives (:red[...], :emoji:) or LaTeX ($) could
@@ -209,6 +211,9 @@ def answer_html(
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_sources"])}</p>')
     else:
         parts.append(f'<p class="grag-lead">{escape_text(TEXT["lead_governed"])}</p>')
+    which = answered_from(answer)
+    if which:
+        parts.append(f'<p class="grag-guideline">{escape_text(which)}</p>')
     if answer.passages:
         parts.extend(
             passage_html(runs, tz, (pages or {}).get((runs[0].url, runs[0].version)))
@@ -237,6 +242,16 @@ def progress_html(stage: str, seconds: float, chars: int = 0) -> str:
     return block(inner, "grag-progress")
 
 
+def answered_from(answer: Answer) -> str:
+    """"回答したガイドライン：…" when the store holds several guidelines (routing chose one),
+    else "" (one guideline: nothing to say)."""
+    routing = getattr(answer, "routing", None) or {}
+    guideline = getattr(answer, "guideline", None)
+    if routing.get("method") in (None, "only") or not guideline:
+        return ""
+    return TEXT["answered_from"].format(title=guideline.get("title") or guideline.get("id"))
+
+
 def question_html(question: str) -> str:
     """The user's question, shown literally."""
     return block(paragraphs(question) or escape_text(question), "grag-question")
@@ -254,18 +269,20 @@ def error_details(exc: BaseException) -> str:
     """A maintainer-facing one-liner (escaped), shown under the Japanese message."""
     return block(
         f'<p class="grag-audit">{escape_text(TEXT["details"])}'
-        f"{escape_text(type(exc).__name__)}: {escape_text(str(exc)[:500])}</p>",
+        f"{escape_text(type(exc).__name__)}: {escape_text(redact(str(exc))[:500])}</p>",
         "grag-error-details",
     )
 
 
 def is_sample_site(url: str | None, settings: Settings) -> bool:
-    """True for the bundled sample: its stable placeholder host, or a loopback server."""
+    """True for the bundled sample only: its table of contents under the stable placeholder
+    site it is stored under (`scrape --sample` and the first run). Any other store, one
+    scraped from a loopback server included, is a real guideline and named by its host."""
     if not url:
         return False
-    host = (urlsplit(url).hostname or "").lower()
-    sample_host = (urlsplit(settings.sample_site_url).hostname or "").lower()
-    return host == sample_host or host in ("127.0.0.1", "localhost", "::1")
+    parts, sample = urlsplit(url), urlsplit(settings.sample_site_url)
+    return ((parts.hostname or "").lower() == (sample.hostname or "").lower()
+            and parts.port == sample.port and parts.path == "/" + SAMPLE_TOC_PATH.lstrip("/"))
 
 
 def site_label(status: StoreStatus, settings: Settings) -> str:
@@ -275,6 +292,32 @@ def site_label(status: StoreStatus, settings: Settings) -> str:
     if is_sample_site(status.toc_url, settings):
         return TEXT["sidebar_sample"]
     return urlsplit(status.toc_url).hostname or status.toc_url
+
+
+def guidelines_html(status: StoreStatus, settings: Settings) -> str:
+    """Several guidelines: each one's title, site (a link unless it is the sample), pages
+    and last scrape."""
+    items = []
+    for g in status.guidelines:
+        if g.toc_url and not is_sample_site(g.toc_url, settings):
+            site = link(g.toc_url, urlsplit(g.toc_url).hostname or g.toc_url)
+        else:
+            site = escape_text(TEXT["sidebar_sample"] if g.toc_url else "—")
+        scraped = format_date(g.last_scraped, settings.display_timezone, with_time=True)
+        items.append(
+            f"<dt>{escape_text(g.label)}</dt><dd>{site}<br>"
+            f"{escape_text(TEXT['sidebar_pages'])} {escape_text(str(g.pages))}・"
+            f"{escape_text(TEXT['sidebar_scraped'])} {escape_text(scraped)}</dd>"
+        )
+    return block(f"<dl>{''.join(items)}</dl>", "grag-sidebar grag-guidelines")
+
+
+def warning_text(g: GuidelineStatus, settings: Settings) -> str:
+    """The sidebar's warning for one guideline (its last check, or its age)."""
+    when = format_date(g.checked_at, settings.display_timezone, with_time=True)
+    key = {"diverged": "warn_diverged", "too_old": "warn_stale", "failed": "warn_check_failed"}.get(
+        g.warning or "", "warn_stale")
+    return TEXT[key].format(title=g.label, when=when, hours=f"{settings.max_age_hours:g}")
 
 
 def sidebar_html(status: StoreStatus, settings: Settings) -> str:

@@ -1,16 +1,17 @@
 """One patient's question in the chat: answered on its own, with what the page needs to show it.
 
-No Streamlit here. The retriever is loaded once per process and store state (a new scrape
-gives a new run id, and so a new retriever), and shared by every browser session of the
-process, as Streamlit's own resource cache would.
+No Streamlit here. The guidelines' retrievers (a chatbot.Library) are loaded once per
+process and store state (a new scrape gives a new run id, and so a new library), and
+shared by every browser session of the process, as Streamlit's own resource cache would.
 
 Answers run concurrently: Streamlit answers each browser session in its own thread, and a
 patient waiting 20 s for a model must not hold up another whose answer takes milliseconds.
 Only loading (or rebuilding) an index takes INDEX_LOCK. What the threads share is safe to
-share: the retriever is read-only once loaded (MeCab parses under retrieval.analyzer's own
-lock; its token caches are plain dicts, whose single operations are atomic), each answer
-opens its own Chatbot, store connection and audit log (SQLite in WAL mode, 30 s busy
-timeout), and model calls take one of the process's model slots (chatbot.llm).
+share: the retrievers are read-only once loaded (MeCab parses under retrieval.analyzer's
+own lock; its token caches are plain dicts, whose single operations are atomic); each
+answer asks through a Library of its own over those retrievers, with its own store
+connection and audit log (SQLite in WAL mode, 30 s busy timeout); and model calls take one
+of the process's model slots (chatbot.llm).
 """
 from __future__ import annotations
 
@@ -22,10 +23,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from guiderag.chatbot import Chatbot
+from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
 from guiderag.errors import GuideragError, ModelError, QuestionError
-from guiderag.retrieval import Retriever, load_retriever
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
 
@@ -33,13 +33,13 @@ from .bootstrap import StoreStatus
 from .render import incident
 
 _log = logging.getLogger("guiderag.app")
-RETRIEVERS_KEPT = 4  # settings and store states whose retriever stays loaded
+RETRIEVERS_KEPT = 4  # settings and store states whose retrievers stay loaded
 
 # One index load or build at a time per process (loading may rebuild a stale index, and
 # the first run builds the sample's); answering takes no lock.
 INDEX_LOCK = threading.Lock()
-_RETRIEVERS: OrderedDict[tuple[str, int | None], Retriever] = OrderedDict()
-_RETRIEVERS_LOCK = threading.Lock()  # the cache dict itself, held for a lookup or an insert only
+_LIBRARIES: OrderedDict[tuple[str, int | None], Library] = OrderedDict()
+_LIBRARIES_LOCK = threading.Lock()  # the cache dict itself, held for a lookup or an insert only
 
 
 @dataclass
@@ -59,37 +59,51 @@ def settings_key(settings: Settings) -> str:
     return hashlib.sha256(repr(settings).encode("utf-8")).hexdigest()
 
 
-def _cached(key: tuple[str, int | None]) -> Retriever | None:
-    with _RETRIEVERS_LOCK:
-        retriever = _RETRIEVERS.get(key)
-        if retriever is not None:
-            _RETRIEVERS.move_to_end(key)
-        return retriever
+def _cached(key: tuple[str, int | None]) -> Library | None:
+    with _LIBRARIES_LOCK:
+        library = _LIBRARIES.get(key)
+        if library is not None:
+            _LIBRARIES.move_to_end(key)
+        return library
 
 
-def get_retriever(settings: Settings, status: StoreStatus) -> Retriever:
-    """The retriever of these settings and this store state, loaded once per process.
-    A loaded one is returned at once; a load holds INDEX_LOCK (one load at a time)."""
+def get_library(settings: Settings, status: StoreStatus) -> Library:
+    """The guidelines of these settings and this store state, each guideline's retriever
+    loaded once per process. A loaded library is returned at once; a load holds INDEX_LOCK
+    (one load at a time). Answer through `answering_library(...)`, not through this one."""
     key = (settings_key(settings), status.last_run_id)
-    retriever = _cached(key)
-    if retriever is not None:
-        return retriever
+    library = _cached(key)
+    if library is not None:
+        return library
     with INDEX_LOCK:
-        retriever = _cached(key)  # another session may have loaded it while we waited
-        if retriever is None:
-            retriever = load_retriever(settings)
-            with _RETRIEVERS_LOCK:
-                _RETRIEVERS[key] = retriever
-                while len(_RETRIEVERS) > RETRIEVERS_KEPT:
-                    _RETRIEVERS.popitem(last=False)
-    return retriever
+        library = _cached(key)  # another session may have loaded it while we waited
+        if library is None:
+            library = Library(settings)
+            try:
+                for gid in library.ids:
+                    library.retriever(gid)
+            except BaseException:
+                library.close()
+                raise
+            with _LIBRARIES_LOCK:
+                _LIBRARIES[key] = library
+                while len(_LIBRARIES) > RETRIEVERS_KEPT:
+                    _LIBRARIES.popitem(last=False)[1].close()  # its store only: answers have their own
+    return library
+
+
+def answering_library(shared: Library) -> Library:
+    """A Library for one answer: the shared, loaded retrievers, and a store connection of its
+    own (the audit row is written on it), so that answers in other threads share nothing
+    that writes."""
+    return Library(shared.settings, retrievers={gid: shared.retriever(gid) for gid in shared.ids})
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
     """False before the first question of a process (or after a new scrape): loading the
     index then takes a moment, worth a progress line even in extract mode."""
-    with _RETRIEVERS_LOCK:
-        return (settings_key(settings), status.last_run_id) in _RETRIEVERS
+    with _LIBRARIES_LOCK:
+        return (settings_key(settings), status.last_run_id) in _LIBRARIES
 
 
 @dataclass
@@ -110,17 +124,21 @@ class Activity:
 
 
 def ask(
-    question: str, mode: str, settings: Settings, status: StoreStatus, activity: Activity | None = None
+    question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None,
+    activity: Activity | None = None,
 ) -> Turn:
-    """Answer one question on its own (no history goes to the model) and record the turn."""
+    """Answer one question on its own (no history goes to the model) and record the turn;
+    `guideline` restricts it to one guideline (None or "auto": the one that governs it);
+    `activity` hears where the answer is (for the page's progress line)."""
     turn = Turn(question=question)
     try:
-        retriever = get_retriever(settings, status)
+        shared = get_library(settings, status)
         if activity is not None:
             activity.update("searching")
-        with Chatbot(settings, retriever=retriever) as bot:
-            turn.answer = bot.ask(question, mode, progress=activity.update if activity is not None else None)
-        turn.pages = cited_pages(turn.answer, retriever.pages)
+        with answering_library(shared) as library:
+            turn.answer = library.ask(question, mode, guideline,
+                                      progress=activity.update if activity is not None else None)
+        turn.pages = cited_pages(turn.answer, [p for r in shared.loaded() for p in r.pages])
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError

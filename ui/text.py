@@ -75,6 +75,21 @@ TEXT = {
         "原文の抜粋のみ（AIモデルが設定されていないため、AIによる回答は使えません）"
     ),
     "sidebar_clear": "会話を消去",
+    "sidebar_guidelines": "読み込み中のガイドライン（{count}件）",
+    "sidebar_choose": "答えるガイドライン",
+    "choose_auto": "質問に合わせて自動で選ぶ",
+    "answered_from": "回答したガイドライン：{title}",
+    "warn_diverged": (
+        "「{title}」は、公開中のガイドラインと内容が食い違っています（{when}の確認）。"
+        "管理者が更新するまで、古い内容をお示しすることがあります。"
+    ),
+    "warn_stale": (
+        "「{title}」の最終取得から{hours}時間以上たっています。"
+        "公開中のガイドラインと異なることがあります。"
+    ),
+    "warn_check_failed": (
+        "「{title}」が公開中のガイドラインと同じかどうか、確認できませんでした（{when}）。"
+    ),
     "disclaimer": (
         "このチャットは医療の助言や診断を行うものではありません。"
         "ガイドラインの記載をそのままお示しするものです。"
@@ -129,6 +144,7 @@ CSS = """
 .grag-pagetext .grag-pline { display: block; margin: 0.1rem 0; }
 .grag-pagetext .grag-cited { background: #e3f1ea; }
 .grag-pagenote { display: block; font-size: 0.8rem; color: #5b6770; margin-bottom: 0.3rem; }
+.grag-guideline { font-size: 0.85rem; color: #4a5560; margin-bottom: 0.4rem; }
 .grag-sidebar dt { font-size: 0.8rem; color: #5b6770; }
 .grag-sidebar dd { margin: 0 0 0.5rem 0; }
 </style>

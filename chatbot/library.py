@@ -1,0 +1,198 @@
+"""The library: every guideline of the store, a question routed to one, then asked there.
+
+`Library(settings).ask(question, mode, guideline="auto")` chooses the guideline
+(chatbot.routing: one stored -> that one; an id -> that one; auto -> by the offline
+evidence, or by a topic-selection call when a model is configured), then answers with that
+guideline's `Chatbot`, unchanged: the answer, its refusal and its audit row are exactly
+what one guideline alone gives, plus `guideline` and `routing`. Retrievers are loaded
+once per guideline, on first use, and shared by every ask.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from guiderag.errors import InputError, ModelError
+from guiderag.settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, Settings
+from guiderag.store import Guideline, Store
+
+from . import routing as rt
+from .answer import Answer
+from .bot import Chatbot
+from .llm import LLMClient, Progress
+from .question import clean_question
+
+if TYPE_CHECKING:
+    from guiderag.retrieval import Retriever
+
+
+class Library:
+    """The store's guidelines with a retriever each; `ask` routes, then answers."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        retrievers: dict[str, Retriever] | None = None,
+        llm: LLMClient | None = None,
+        store: Store | None = None,
+    ) -> None:
+        self.settings = settings
+        self.llm = llm or LLMClient(settings)
+        self._own_store = store is None
+        self.store = store or Store(settings.db, create=False)
+        counts = self.store.page_counts()
+        # The guidelines that can answer: live, with live pages, in id order.
+        self.guidelines: list[Guideline] = [g for g in self.store.guidelines() if counts.get(g.id)]
+        self._retrievers: dict[str, Retriever] = dict(retrievers or {})
+        self._judges: dict[str, Chatbot] = {}
+
+    # -- lifecycle ----------------------------------------------------------------
+    def close(self) -> None:
+        for judge in self._judges.values():
+            judge.close()
+        if self._own_store:
+            self.store.close()
+
+    def __enter__(self) -> "Library":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the guidelines -------------------------------------------------------------
+    @property
+    def ids(self) -> list[str]:
+        return [g.id for g in self.guidelines]
+
+    def ref(self, gid: str) -> dict[str, str]:
+        """{"id", "title"} of a guideline, as answers carry it."""
+        title = next((g.title for g in self.guidelines if g.id == gid), "")
+        return {"id": gid, "title": title}
+
+    def settings_for(self, gid: str) -> Settings:
+        return self.settings if self.settings.guideline == gid else self.settings.replace(guideline=gid)
+
+    def retriever(self, gid: str) -> Retriever:
+        """The retriever of one guideline, loaded on first use (its index rebuilt if stale)."""
+        if gid not in self._retrievers:
+            from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
+
+            self._retrievers[gid] = load_retriever(self.settings_for(gid))
+        return self._retrievers[gid]
+
+    def loaded(self) -> list[Retriever]:
+        """The retrievers loaded so far."""
+        return list(self._retrievers.values())
+
+    def check_requested(self, requested: str | None) -> str:
+        """"auto", or a stored guideline's id; InputError for any other name."""
+        name = (requested or "").strip() or self.settings.guideline or AUTO_GUIDELINE
+        if name == AUTO_GUIDELINE or name in self.ids:
+            return name
+        if not self.guidelines and name == DEFAULT_GUIDELINE:
+            return name
+        held = ", ".join(self.ids) or "none yet"
+        raise InputError(f"no guideline {name!r} in the store {self.settings.db} (it holds: {held}); "
+                         "use --guideline ID with one of those, or auto")
+
+    # -- routing --------------------------------------------------------------------
+    def route(self, question: str, requested: str | None = None) -> rt.Routing:
+        """Which guideline answers `question` (already cleaned), and how it was chosen."""
+        name = self.check_requested(requested)
+        if name != AUTO_GUIDELINE:
+            return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
+        if len(self.guidelines) <= 1:
+            only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
+            return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
+        evidence = [self.evidence(gid, question) for gid in self.ids]
+        chosen, governed = rt.offline_choice(evidence)
+        routing = rt.Routing(requested=name, chosen=chosen, method=rt.OFFLINE, governed=governed,
+                             evidence=evidence)
+        if self.llm.configured("keywords"):
+            self._ask_model(question, routing)
+        return routing
+
+    def evidence(self, gid: str, question: str) -> rt.Evidence:
+        """One guideline's retrieval evidence for a question (offline keywords), measured
+        by that guideline's own evidence gate."""
+        judge = self._judge(gid)
+        result = judge.retriever.search(question, None)
+        coverage = judge._evidence(question, result) if result.governed else None
+        gate = self.settings.min_line_coverage
+        governed = result.governed and (coverage is None or coverage >= gate)
+        return rt.Evidence(gid, float(result.top_score), coverage, governed)
+
+    def _judge(self, gid: str) -> Chatbot:
+        """A Chatbot kept per guideline to measure the evidence gate as answers do (its
+        analysis cache persists); it never answers."""
+        if gid not in self._judges:
+            self._judges[gid] = Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm,
+                                        store=self.store)
+        return self._judges[gid]
+
+    def _ask_model(self, question: str, routing: rt.Routing) -> None:
+        """The topic-selection call; its choice replaces the offline one only when it is
+        one of the stored ids."""
+        routing.model = self.llm.model_for("keywords")
+        system, user = rt.topic_prompt(question, [(g.id, g.title) for g in self.guidelines])
+        try:
+            # optional, like model keywords: a busy model is not waited for
+            reply = self.llm.complete(system, user, role="keywords", temperature=rt.TOPIC_TEMPERATURE,
+                                      max_tokens=rt.TOPIC_MAX_TOKENS, n=1,
+                                      queue_timeout_s=self.settings.keywords_queue_timeout_s)
+        except ModelError as exc:
+            routing.fell_back = f"the topic-selection call failed ({exc}); the offline choice stands"
+            return
+        routing.model_reply = reply[:200]
+        choice = rt.parse_topic(reply, self.ids)
+        if choice is None:
+            routing.fell_back = (f"the model named no stored guideline ({reply.strip()[:60]!r}); "
+                                 "the offline choice stands")
+            return
+        routing.method = rt.MODEL
+        routing.chosen = choice
+        routing.governed = next((e.governed for e in routing.evidence if e.guideline == choice), None)
+
+    # -- asking ---------------------------------------------------------------------
+    def ask(
+        self, question: str, mode: str | None = None, guideline: str | None = None, *, progress: Progress | None = None
+    ) -> Answer:
+        """Route, then answer from the chosen guideline only (one audit row, as always);
+        `progress` as for Chatbot.ask."""
+        name = self.check_requested(guideline)
+        if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
+            try:
+                text = clean_question(question, self.settings).text
+            except InputError:
+                # the first guideline's chatbot records the refused question, as one alone would
+                return self.chatbot(self.ids[0], None).ask(question, mode)
+            routing = self.route(text, name)
+        else:
+            routing = self.route(question, name)
+        bot = self.chatbot(routing.chosen, routing)
+        return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
+
+    def chatbot(self, gid: str, routing: rt.Routing | None) -> Chatbot:
+        """A fresh Chatbot (a new session) over one guideline."""
+        return Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm, store=self.store,
+                       guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None)
+
+    def corpus_versions(self) -> str:
+        """The corpus version of each loaded guideline, for a results workbook's meta."""
+        versions = {getattr(r.settings, "guideline", "") or DEFAULT_GUIDELINE: r.corpus_version
+                    for r in self._retrievers.values()}
+        if len(versions) == 1:
+            return next(iter(versions.values()))
+        return "; ".join(f"{g}={v}" for g, v in sorted(versions.items()))
+
+
+def guideline_titles(settings: Settings) -> Sequence[tuple[str, str]]:
+    """(id, title) of the store's guidelines that hold pages (none when there is no store)."""
+    if not settings.db.exists():
+        return []
+    with Store(settings.db, create=False) as store:
+        counts = store.page_counts()
+        return [(g.id, g.title) for g in store.guidelines() if counts.get(g.id)]
+
+
+__all__: Sequence[str] = ("Library", "guideline_titles")

@@ -1,0 +1,317 @@
+"""A question as the `ours` pipeline scores it: slots, their weights and their alternatives.
+
+Each distinct term of the question is a slot. A slot has
+- a query weight q: nouns 1, verb/adjective lemmas settings.verb_weight (times
+  settings.unknown_verb_weight when the corpus never uses the verb), a compound or an
+  affixed word the corpus never uses whose words it does use settings.unknown_compound_weight;
+  and, for a word the corpus never uses, its specificity in general Japanese
+  (retrieval.specificity: 髪, 戻る, お金 weigh little; 白血病, 漢方 fully). Proper nouns,
+  alphanumeric terms and the guideline's own synonyms keep their weight;
+- alternatives: the corpus terms that count as finding it, each with a weight lambda <= 1:
+  the term itself (1) when the corpus has it, a corpus term it begins (1; MeCab cut the
+  question's compound short: 高額療養 -> 高額療養費制度), and the expansions
+  (retrieval.expansion: the patient table for every term, Sudachi's synonyms for a term
+  the corpus never uses), below 1.
+A slot's idf is its term's when the corpus has it, else that of its best alternative,
+else the idf of an unseen term (times settings.unknown_term_weight). The scoring formula
+is in retrieval.pipeline_ours.
+
+The character-bigram channel reads the question's content spans: a span whose term the
+corpus never uses gives the bigrams of its best alternative instead (the bigrams of
+お尻 would only add unmatched mass where the guideline says 血便), or, without one, its
+bigrams at the term's specificity.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from guiderag.settings import Settings
+
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
+from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
+from .specificity import weight_of_zipf, zipf
+from .tokens import PREFIX, SUFFIX, Term
+
+# Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
+SUDACHI_SPAN = 3
+
+# single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
+_WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
+# kinds whose unknown terms are weighed by their specificity in general Japanese
+_GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND})
+
+
+@dataclass
+class Slot:
+    """One question term: its query weight and the corpus terms that count as finding it."""
+
+    term: str
+    weight: float
+    alternatives: dict[str, float] = field(default_factory=dict)
+    surface: str = ""
+    kind: str = ""
+    specificity: float = 1.0  # applied to `weight` when the corpus never uses the term
+
+
+@dataclass
+class Query:
+    """The slots of a question (and its keywords), the bigram weights, the expansions."""
+
+    slots: list[Slot]
+    bigrams: dict[str, float]
+    expansions: list[Expansion]
+
+    @property
+    def terms(self) -> list[str]:
+        return [s.term for s in self.slots]
+
+    def slot(self, term: str) -> Slot | None:
+        for s in self.slots:
+            if s.term == term:
+                return s
+        return None
+
+
+_HONORIFIC = ("お", "ご", "御")
+
+
+def lookup_forms(term: Term) -> list[str]:
+    """The spellings of a term to look up in the general frequency table, which was cut
+    into words by another dictionary: the lemma, the surface, the surface in the other
+    kana, and without the honorific prefix (お酒 is listed as お + 酒, so as 酒)."""
+    forms = [term.text, term.surface]
+    for form in (term.text, term.surface):
+        if form.startswith(_HONORIFIC) and len(form) > 1:
+            forms.append(form[1:])
+    forms += [_other_kana(f) for f in list(forms)]
+    return list(dict.fromkeys(f for f in forms if f))
+
+
+def _other_kana(text: str) -> str:
+    """Hiragana as katakana and katakana as hiragana (さらさら / サラサラ)."""
+    out = []
+    for ch in text:
+        c = ord(ch)
+        if 0x3041 <= c <= 0x3096:
+            out.append(chr(c + 0x60))
+        elif 0x30A1 <= c <= 0x30F6:
+            out.append(chr(c - 0x60))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class QueryBuilder:
+    """Builds Query objects against one index vocabulary."""
+
+    def __init__(self, settings: Settings, analyzer: Analyzer, vocab: dict[str, int],
+                 idf: Callable[[str], float], patient: PatientTable | None,
+                 sudachi: SudachiSynonyms | None) -> None:
+        self.settings = settings
+        self.analyzer = analyzer
+        self.vocab = vocab
+        self.idf = idf
+        self.patient = patient
+        self.sudachi = sudachi
+        self._sorted_terms: list[str] | None = None
+        self._targets: dict[str, str | None] = {}
+
+    # -- vocabulary helpers ---------------------------------------------------------
+    def completion(self, term: str) -> str | None:
+        """The shortest corpus term that starts with `term`, a compound the corpus never
+        uses: MeCab cut the question's words differently (高額療養費って -> 高額療養 + a
+        verb), the corpus has the whole word (高額療養費制度)."""
+        if self._sorted_terms is None:
+            self._sorted_terms = sorted(self.vocab)
+        terms = self._sorted_terms
+        i = bisect.bisect_left(terms, term)
+        best = None
+        for candidate in terms[i : i + 64]:  # a slice: islice would walk from the start
+            if not candidate.startswith(term):
+                break
+            if best is None or len(candidate) < len(best):
+                best = candidate
+        return best
+
+    def target_term(self, word: str, complete: bool) -> str | None:
+        """The corpus term a resource's word stands for: its whole analysis (one word or
+        one compound) when the corpus has it, else (with `complete`) a corpus term it begins."""
+        key = f"{int(complete)}{word}"
+        if key in self._targets:
+            return self._targets[key]
+        terms = self.analyzer.terms(word)
+        found: str | None = None
+        if terms:
+            head = terms[0].text
+            if head in self.vocab:
+                found = head
+            elif complete and terms[0].kind in (COMPOUND, AFFIXED, NOUN):
+                found = self.completion(head)
+        self._targets[key] = found
+        return found
+
+    def specificity(self, term: Term) -> float:
+        s = self.settings
+        if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
+            return 1.0
+        return weight_of_zipf(zipf(*lookup_forms(term)), s.specific_rare_zipf, s.specific_common_zipf,
+                              s.specific_min_weight)
+
+    # -- building -----------------------------------------------------------------
+    def build(self, texts: Sequence[str], *, known_only: bool = False,
+              base: Query | None = None) -> Query:
+        """The query of the texts (a question, then keywords). With `known_only`, terms
+        with no corpus alternative are left out (keywords from a model may only add)."""
+        slots: dict[str, Slot] = {s.term: s for s in base.slots} if base else {}
+        bigrams: dict[str, float] = dict(base.bigrams) if base else {}
+        expansions: list[Expansion] = list(base.expansions) if base else []
+        for text in texts:
+            self._add(text, slots, bigrams, expansions, known_only)
+        return Query(list(slots.values()), bigrams, expansions)
+
+    def _add(self, text: str, slots: dict[str, Slot], bigrams: dict[str, float],
+             expansions: list[Expansion], known_only: bool) -> None:
+        s = self.settings
+        vocab = self.vocab
+        tokens = self.analyzer.query_tokens(text)
+        analysis = self.analyzer.analysis_of_query_tokens(tokens)
+        local: dict[str, Slot] = {}
+        for term in analysis.terms:
+            name = term.text
+            alternatives: dict[str, float] = {}
+            if name in vocab:
+                alternatives[name] = 1.0
+                w = s.verb_weight if term.kind == VERB else 1.0
+                spec = 1.0
+            else:
+                known = self.completion(name) if term.kind in (COMPOUND, AFFIXED) else None
+                if known is not None:
+                    # the corpus term it begins stands in for it, as a known noun
+                    self._merge(local, Slot(known, 1.0, {known: 1.0}, term.surface, term.kind))
+                    continue
+                if term.kind == VERB:
+                    w = s.verb_weight * s.unknown_verb_weight
+                elif term.kind == COMPOUND:
+                    w = s.unknown_compound_weight
+                elif term.kind == AFFIXED and any(
+                    p.kind in _WORD_KINDS and p.text in vocab and p.text in name for p in analysis.terms
+                ):
+                    w = s.unknown_compound_weight  # 年齢的: 年齢 carries it
+                else:
+                    w = 1.0
+                spec = self.specificity(term)
+            self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
+        self._expand(tokens, analysis.terms, local, expansions)
+        for slot in local.values():
+            if slot.term not in vocab:
+                slot.weight *= slot.specificity
+            if known_only and not slot.alternatives:
+                continue
+            self._merge(slots, slot)
+        for span in analysis.spans:
+            found = next((x for x in local.values() if x.surface == span or x.term == span), None)
+            weight = 1.0
+            if found is not None and found.term not in vocab:
+                alts = found.alternatives
+                if alts:
+                    span = max(alts, key=lambda a: (alts[a], self.idf(a)))
+                else:
+                    if known_only:
+                        continue
+                    weight = found.specificity
+            for gram in char_bigrams([span]):
+                if bigrams.get(gram, 0.0) < weight:
+                    bigrams[gram] = weight
+
+    @staticmethod
+    def _merge(slots: dict[str, Slot], slot: Slot) -> None:
+        old = slots.get(slot.term)
+        if old is None:
+            slots[slot.term] = slot
+            return
+        old.weight = max(old.weight, slot.weight)
+        for a, lam in slot.alternatives.items():
+            if old.alternatives.get(a, 0.0) < lam:
+                old.alternatives[a] = lam
+
+    def _expand(self, tokens: list, terms: list[Term], slots: dict[str, Slot],
+                expansions: list[Expansion]) -> None:
+        """Alternatives from the patient table (every term) and Sudachi (unknown terms)."""
+        s = self.settings
+        if self.patient is not None and s.patient_table_weight > 0:
+            for match in self.patient.matches(tokens):
+                surfaces = [tokens[i].surface for i in match.positions]
+                source = "".join(t.surface for t in tokens[match.positions[0] : match.positions[-1] + 1])
+                covered = [x for x in slots.values()
+                           if any(sf in x.surface or x.surface in sf for sf in surfaces if x.surface)]
+                own = {tokens[i].form for i in match.positions} | {"".join(tokens[i].form for i in match.positions)}
+                for target_word in match.targets:
+                    target = self.target_term(target_word, complete=True)
+                    if target is None or target in own:
+                        continue  # not in this guideline, or the question's own word
+                    if not covered:
+                        # the phrase's words are no terms (抜ける): the phrase is a slot of its own
+                        covered = [Slot(source, s.verb_weight, {}, source, VERB)]
+                        slots[source] = covered[0]
+                    for x in covered:
+                        if x.alternatives.get(target, 0.0) < s.patient_table_weight:
+                            x.alternatives[target] = s.patient_table_weight
+                    _note(expansions, Expansion(source, target, s.patient_table_weight, PATIENT,
+                                                tuple(x.term for x in covered)))
+        if self.sudachi is not None and s.synonym_dict_weight > 0:
+            self._sudachi(tokens, slots, expansions)
+
+    def _sudachi(self, tokens: list, slots: dict[str, Slot], expansions: list[Expansion]) -> None:
+        """Sudachi's synonyms for the words of the question the corpus never uses: every run
+        of up to SUDACHI_SPAN tokens inside a word group (お産 of お産のあと -> 御産後) is
+        looked up, by surface and by lemmas; a corpus word of its groups becomes an
+        alternative of the unknown terms that contain it."""
+        lam = self.settings.synonym_dict_weight
+        sudachi = self.sudachi
+        if sudachi is None:
+            return
+        known_parts = [x.surface for x in slots.values() if x.alternatives and x.surface]
+        unknown = [x for x in slots.values()
+                   if x.term not in self.vocab and not x.alternatives and x.kind not in (PROPER, SYNONYM)
+                   # a compound whose word the corpus knows is found through that word already
+                   and not any(p != x.surface and p in x.surface for p in known_parts)]
+        if not unknown:
+            return
+        for i in range(len(tokens)):
+            for j in range(i + 1, min(len(tokens), i + SUDACHI_SPAN) + 1):
+                span = tokens[i:j]
+                if not all(is_content(t) or t.kind == PREFIX for t in span):
+                    break
+                if all(t.kind in (PREFIX, SUFFIX) for t in span):
+                    continue  # an affix alone (病 of 糖尿病) is no word of the question
+                surface = "".join(t.surface for t in span)
+                words = sudachi.synonyms(surface) or sudachi.synonyms("".join(t.form for t in span))
+                if not words:
+                    continue
+                # the word with its affixes (お産のあと: お + 産 + 後) must be the whole term
+                lo, hi = i, j
+                while lo > 0 and tokens[lo - 1].kind == PREFIX:
+                    lo -= 1
+                while hi < len(tokens) and tokens[hi].kind == SUFFIX:
+                    hi += 1
+                whole = {"".join(t.surface for t in tokens[a:b]) for a in range(lo, i + 1) for b in range(j, hi + 1)}
+                holders = [x for x in unknown if x.surface in whole or x.term == surface]
+                if not holders:
+                    continue
+                own = {surface, "".join(t.form for t in span)}
+                for other in words:
+                    target = self.target_term(other, complete=False)
+                    if target is None or target in own:
+                        continue
+                    for x in holders:
+                        if target != x.term and x.alternatives.get(target, 0.0) < lam:
+                            x.alternatives[target] = lam
+                            _note(expansions, Expansion(surface, target, lam, SUDACHI, (x.term,)))
+
+
+def _note(expansions: list[Expansion], e: Expansion) -> None:
+    """Add an expansion unless the same source already reaches the same target."""
+    if not any(x.source == e.source and x.target == e.target and x.origin == e.origin for x in expansions):
+        expansions.append(e)
