@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("guiderag.commands", "run_chat"),
     "guidelines": ("guiderag.commands", "run_guidelines"),
     "check": ("guiderag.scraper.commands", "run_check"),
+    "serve": ("guiderag.api.commands", "run_serve"),
 }
 
 
@@ -125,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default)")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", parents=[common], help="the HTTP API (POST /v1/ask, GET /v1/pages, /healthz, /readyz)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
 
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

@@ -194,6 +194,18 @@ class Settings:
     eval_workers: int = 0
     eval_parallel_min: int = 200
 
+    # --- HTTP API (guiderag serve) -------------------------------------------
+    # When set, every /v1 request must send `Authorization: Bearer <key>` (compared in
+    # constant time); /healthz and /readyz stay open for load balancers.
+    api_key: str | None = field(default=None, repr=False)
+    # Requests with a larger body are refused (413) before it is read whole.
+    api_max_body_bytes: int = 65_536
+    # A question longer than this is refused (422); up to it, the chatbot answers the first
+    # max_question_chars characters and says so, as in the chat.
+    api_max_question_chars: int = 10_000
+    # Origins allowed to call the API from a browser (comma-separated); empty: no CORS headers.
+    api_cors_origins: str = ""
+
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on
     # first start; set GUIDERAG_SAMPLE_ON_EMPTY=0 for a deployment that must not do that.
@@ -284,6 +296,8 @@ class Settings:
                              "between 0 and 1 (0 turns an expansion off, 1 the specificity weighting)")
         if not 0.0 <= self.span_weight <= 1.0:
             raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
+        if self.api_max_body_bytes < 1024 or self.api_max_question_chars < 1:
+            raise InputError("api_max_body_bytes must be at least 1024 and api_max_question_chars at least 1")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 

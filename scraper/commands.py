@@ -46,11 +46,7 @@ def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     with Store(settings.db, create=False) as store:
         gid = store.resolve_guideline(settings.guideline) if settings.guideline else None
         pages = store.current_pages(include_removed=bool(args.all), guideline=gid)
-    rows: list[dict[str, Any]] = [
-        {"url": p.url, "title": p.title, "version": p.version, "fetched_at": p.fetched_at,
-         "content_hash": p.content_hash, "lines": len(p.lines), "removed": p.removed, "guideline": p.guideline}
-        for p in pages
-    ]
+    rows: list[dict[str, Any]] = [p.summary() for p in pages]
     if args.json:
         print(json.dumps({"pages": rows}, ensure_ascii=False, indent=1))
         return 0

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from guiderag.clock import utc_now
 from guiderag.errors import InputError, StoreAccessError, StoreError, StoreMissingError
@@ -49,6 +49,14 @@ class PageVersion:
     def line(self, number: int) -> str:
         """Line `number`, counted from 1 as in citations."""
         return self.lines[number - 1]
+
+    def summary(self) -> dict[str, Any]:
+        """The page as `guiderag pages --json` and `GET /v1/pages` list it."""
+        return {
+            "url": self.url, "title": self.title, "version": self.version, "fetched_at": self.fetched_at,
+            "content_hash": self.content_hash, "lines": len(self.lines), "removed": self.removed,
+            "guideline": self.guideline,
+        }
 
 
 @dataclass(frozen=True)
