@@ -20,3 +20,20 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
                 server_header=False, timeout_graceful_shutdown=10)
     return 0
+
+
+def run_loadbench(args: argparse.Namespace, settings: Settings) -> int:
+    """k concurrent clients against 1 and 2 replicas (SQLite, and PostgreSQL with --pg)."""
+    from guiderag.errors import InputError
+
+    from .loadbench import print_report, run
+
+    try:
+        counts = [int(c) for c in str(args.replicas).split(",") if c.strip()]
+    except ValueError:
+        raise InputError(f"--replicas must be comma-separated numbers, not {args.replicas!r}") from None
+    report = run(settings, clients=args.clients, total=args.requests, seconds=args.seconds,
+                 replica_counts=counts, pg_url=args.pg, sqlite_db=str(args.sqlite) if args.sqlite else None,
+                 workdir=args.workdir)
+    print_report(report, bool(args.json))
+    return 0

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "guidelines": ("guiderag.commands", "run_guidelines"),
     "check": ("guiderag.scraper.commands", "run_check"),
     "serve": ("guiderag.api.commands", "run_serve"),
+    "loadbench": ("guiderag.api.commands", "run_loadbench"),
 }
 
 
@@ -130,6 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="the HTTP API (POST /v1/ask, GET /v1/pages, /healthz, /readyz)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+
+    p = sub.add_parser("loadbench", parents=[common], help="concurrent clients against 1 and 2 API replicas")
+    p.add_argument("--clients", type=int, default=16, help="concurrent client threads (default 16)")
+    p.add_argument("--requests", type=int, default=320, help="requests per run, at most (default 320)")
+    p.add_argument("--seconds", type=float, default=120.0, help="seconds per run, at most (default 120)")
+    p.add_argument("--replicas", default="1,2", help="replica counts, comma-separated (default 1,2)")
+    p.add_argument("--pg", help="also bench this PostgreSQL store (postgresql://...), scraped already")
+    p.add_argument("--sqlite", type=Path, help="the SQLite store to bench (default: the sample, scraped anew)")
+    p.add_argument("--workdir", type=Path, help="where logs and the scraped sample go (default: a temporary folder)")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
