@@ -2,8 +2,9 @@
 
 - `POST /v1/ask` {"question", "mode"?, "guideline"?} -> the answer object of `ask --json`,
   audited the same way (the audit row is committed before the reply);
-- `GET /v1/pages`; `GET /healthz` (the process lives); `GET /readyz` (store reachable and
-  index loaded, else 503); the OpenAPI description at /openapi.json (and /docs).
+- `GET /v1/pages` (`?guideline=ID`), `GET /v1/guidelines`; `GET /healthz` (the process
+  lives); `GET /readyz` (store reachable and indexes loaded, else 503); the OpenAPI
+  description at /openapi.json (and /docs).
 - Every error is JSON `{"error": {"code": ..., "message": ...}}`: 400/422 bad input, 401
   without the configured API key, 404/405 unknown route or method, 413 a body over
   settings.api_max_body_bytes, 503 a model, the store or the index unavailable, 500 anything
@@ -179,23 +180,28 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         ready, why = service.readiness()
         if not ready:
             return _error(503, "not_ready", why)
-        return JSONResponse({"status": "ready", "run_id": service.loaded_run_id})
+        return JSONResponse({"status": "ready", "corpus_state": service.loaded_run_id})
 
     @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)])
     def ask(body: AskRequest) -> dict[str, Any]:
         """Answer one question: the answer object of `guiderag ask --json`, audited first."""
         if len(body.question) > settings.api_max_question_chars:
             raise _BadField("question", f"at most {settings.api_max_question_chars} characters")
-        return service.ask(body.question, body.mode).to_json()
+        return service.ask(body.question, body.mode, body.guideline).to_json()
 
     @app.exception_handler(_BadField)
     def bad_field(request: Request, exc: _BadField) -> JSONResponse:
         return _error(422, "invalid_request", f"{exc.field}: {exc.message}")
 
     @app.get("/v1/pages", tags=["corpus"], dependencies=[Depends(require_key)])
-    def pages() -> dict[str, Any]:
-        """The stored content pages, as `guiderag pages --json` lists them."""
-        return {"pages": service.pages()}
+    def pages(guideline: str | None = None) -> dict[str, Any]:
+        """The stored content pages (of one guideline), as `guiderag pages --json` lists them."""
+        return {"pages": service.pages(guideline)}
+
+    @app.get("/v1/guidelines", tags=["corpus"], dependencies=[Depends(require_key)])
+    def guidelines() -> dict[str, Any]:
+        """The stored guidelines, as `guiderag guidelines --json` lists them."""
+        return {"guidelines": service.guidelines()}
 
     asgi: Any = app
     if settings.api_cors_origins.strip():

@@ -14,7 +14,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     from .app import create_app
 
     app = create_app(settings)
-    print(f"guiderag: serving {settings.db} on http://{args.host}:{args.port} "
+    print(f"guiderag: serving {settings.store_name} on http://{args.host}:{args.port} "
           f"(API key {'required' if settings.api_key else 'not set: open to anyone who can connect'})",
           file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,

@@ -30,7 +30,10 @@ import requests
 
 from guiderag.errors import InputError
 from guiderag.settings import Settings
+from guiderag.redact import redact
 from guiderag.store import Store
+from guiderag.store.connection import table_exists
+from guiderag.store.pages import store_exists
 
 QUESTIONS = (
     "胸腺腫瘍にはどのような治療法がありますか？",
@@ -64,23 +67,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _env(db: str) -> dict[str, str]:
+def _env(db: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env.update(GUIDERAG_DB=db, GUIDERAG_PROGRESS="0")
+    env.update(GUIDERAG_DB=db, GUIDERAG_PROGRESS="0", **extra)
     return env
 
 
 @contextlib.contextmanager
-def replicas(db: str, count: int, logs: Path) -> Iterator[list[str]]:
-    """`count` serve processes over `db`, each ready (index loaded); yields their URLs."""
+def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None] = ()) -> Iterator[list[str]]:
+    """`count` serve processes over `db`, each ready (index loaded); yields their URLs.
+    `index_roots[i]`: where replica i keeps its index (GUIDERAG_INDEX_ROOT; default beside
+    the store, or this machine's folder for a PostgreSQL store)."""
     procs: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:
         for i in range(count):
             port = _free_port()
             log = open(logs / f"serve-{i}.log", "wb")
+            root = index_roots[i] if i < len(index_roots) else None
+            extra = {"GUIDERAG_INDEX_ROOT": str(root)} if root is not None else {}
             procs.append(subprocess.Popen([sys.executable, "-m", "guiderag", "serve", "--port", str(port)],
-                                          env=_env(db), stdout=log, stderr=subprocess.STDOUT))
+                                          env=_env(db, **extra), stdout=log, stderr=subprocess.STDOUT))
             log.close()
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs):
@@ -108,10 +115,25 @@ def replicas(db: str, count: int, logs: Path) -> Iterator[list[str]]:
 def audit_count(db: str) -> int:
     """Rows in the audit log (0 when no answer was ever written)."""
     with Store(db, create=False) as store:
-        try:
-            return int(store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
-        except Exception:  # noqa: BLE001 - no audit table yet
+        if not table_exists(store.conn, "audit"):
             return 0
+        return int(store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+
+
+def startup(db: str, work: Path) -> list[dict]:
+    """Seconds from starting one replica to its /readyz: with an index folder already built
+    (a volume the replicas share), and with an empty one (each replica builds its own)."""
+    shared = work / "shared-index"
+    rows = []
+    for how, root in (("builds its own index at start-up", work / "own-index"), ("shared, prebuilt index", shared)):
+        if how.startswith("shared"):
+            with replicas(db, 1, work, [shared]):  # a first replica builds it
+                pass
+        t0 = time.perf_counter()
+        with replicas(db, 1, work, [root]):
+            ready = time.perf_counter() - t0
+        rows.append({"replica": how, "seconds_to_ready": round(ready, 2)})
+    return rows
 
 
 def run_clients(urls: Sequence[str], clients: int, total: int, seconds: float,
@@ -190,12 +212,13 @@ def cli_cost(db: str, questions: int = 3) -> float:
     return round(statistics.median(times), 3)
 
 
-def sample_store(folder: Path) -> str:
-    """The bundled sample scraped into a new SQLite store in `folder` (with its index)."""
-    db = folder / "loadbench.db"
-    subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", str(db)], env=_env(str(db)),
+def sample_store(folder: Path, location: str | None = None) -> str:
+    """The bundled sample scraped (with its index) into `location`, by default a new SQLite
+    store in `folder`."""
+    db = location or str(folder / "loadbench.db")
+    subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", db], env=_env(db),
                    capture_output=True, check=True, timeout=600)
-    return str(db)
+    return db
 
 
 def run(settings: Settings, *, clients: int, total: int, seconds: float, replica_counts: Sequence[int],
@@ -209,13 +232,25 @@ def run(settings: Settings, *, clients: int, total: int, seconds: float, replica
         db = sqlite_db or sample_store(work)
         rows = bench_store("sqlite", db, replica_counts, clients, total, seconds, work)
         notes = [f"sqlite store: {db}"]
+        starts: list[dict] = []
         if pg_url:
+            if not _has_pages(pg_url):
+                sample_store(work, pg_url)
             rows += bench_store("postgresql", pg_url, replica_counts, clients, total, seconds, work)
-            notes.append("postgresql store: " + pg_url.split("@")[-1])
+            notes.append("postgresql store: " + redact(pg_url))
+            starts = startup(pg_url, work)
         else:
             notes.append("no --pg URL: PostgreSQL rows left out")
+            starts = startup(db, work)
         cli = cli_cost(db)
-    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "notes": notes}
+    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "startup": starts, "notes": notes}
+
+
+def _has_pages(location: str) -> bool:
+    if not store_exists(location):
+        return False
+    with Store(location, create=False) as store:
+        return bool(store.current_pages())
 
 
 def table(report: dict) -> str:
@@ -225,6 +260,9 @@ def table(report: dict) -> str:
         lines.append("\t".join(str(row[c]) for c in cols))
     lines.append(f"# guiderag ask through the CLI (a new process per question): "
                  f"{report['cli_seconds_per_question']} s per question")
+    for start in report.get("startup", []):
+        lines.append(f"# a replica that {start['replica'] if start['replica'].startswith('builds') else 'reads a ' + start['replica']}: "
+                     f"ready in {start['seconds_to_ready']} s")
     lines += [f"# {n}" for n in report["notes"]]
     return "\n".join(lines)
 

@@ -51,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
+    common.add_argument("--db", help="page store: an SQLite file or a postgresql:// URL (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
     common.add_argument("--pipeline", choices=PIPELINES, help="retrieval pipeline (default: ours)")
     common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .resources import default_db
+from .redact import redact
+from .resources import default_db, is_postgres_url, shared_store_anchor
 
 # Names defined once: answer modes (extract needs no model) and retrieval pipelines.
 EXTRACT, LINES, GENERATE = "extract", "lines", "generate"
@@ -46,7 +47,14 @@ class Settings:
 
     # --- store -------------------------------------------------------------
     # Default: $XDG_DATA_HOME/guiderag/guiderag.db (~/.local/share/...), see resources.py.
+    # --db / GUIDERAG_DB may also be a postgresql://user@host:port/dbname URL: the shared
+    # store is then `store_url`, and `db` is a local anchor for what is kept on this machine
+    # beside a store (index, URL workbook, check status: resources.shared_store_anchor).
     db: Path = field(default_factory=default_db)
+    store_url: str | None = field(default=None, repr=False)
+    # The retrieval indexes live under this folder instead of beside the store
+    # (<db>.index/): e.g. a volume several replicas share (README, "Replicas").
+    index_root: Path | None = None
     # The guideline a command works on: "" is the store's only guideline (DEFAULT_GUIDELINE
     # for a scrape), and for `ask` the one the question is routed to (AUTO_GUIDELINE).
     guideline: str = ""
@@ -205,6 +213,9 @@ class Settings:
     api_max_question_chars: int = 10_000
     # Origins allowed to call the API from a browser (comma-separated); empty: no CORS headers.
     api_cors_origins: str = ""
+    # A PostgreSQL store: the most connections one process keeps open to it (a pool); the
+    # server forks a process per connection, so each replica reuses a few.
+    pg_pool_size: int = 10
 
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on
@@ -218,7 +229,7 @@ class Settings:
         """Directory holding the retrieval index versions of this guideline, beside the db:
         <db>.index/ for the default guideline (as before there were several), else
         <db>.index/<guideline id>/."""
-        root = self.db.with_name(self.db.name + ".index")
+        root = self.index_root if self.index_root is not None else self.db.with_name(self.db.name + ".index")
         return root if self.guideline in ("", DEFAULT_GUIDELINE) else root / self.guideline
 
     @property
@@ -235,6 +246,16 @@ class Settings:
         """Where `guiderag check` records its last result for this guideline (a small JSON
         file beside the store, never the store itself): <db>.check/<guideline id>.json."""
         return self.db.with_name(self.db.name + ".check") / f"{self.guideline or DEFAULT_GUIDELINE}.json"
+
+    @property
+    def store(self) -> Path | str:
+        """What Store() opens: the PostgreSQL URL of a shared store, else the SQLite file."""
+        return self.store_url or self.db
+
+    @property
+    def store_name(self) -> str:
+        """The store as messages name it (a URL without its password)."""
+        return redact(self.store_url) if self.store_url else str(self.db)
 
     @property
     def model_configured(self) -> bool:
@@ -256,6 +277,12 @@ class Settings:
         for name, value in overrides.items():
             if value is not None:
                 values[name] = value
+        location = values.get("db")
+        if isinstance(location, str) and is_postgres_url(location):
+            values["store_url"] = location
+            values["db"] = shared_store_anchor(location)
+        elif isinstance(location, str):
+            values["db"] = Path(location)
         settings = cls(**values)
         settings.validate()
         return settings
@@ -315,6 +342,8 @@ def check_guideline_id(gid: str) -> str:
 
 def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:
     kind = str(f.type)
+    if f.name == "db":
+        return raw  # a path or a postgresql:// URL: Settings.load decides
     try:
         if "Path" in kind:
             return Path(raw)
