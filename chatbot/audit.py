@@ -21,7 +21,7 @@ from guiderag.clock import utc_now_ms
 from guiderag.errors import StoreAccessError, StoreError, WorkbookError
 from guiderag.files import save_workbook_atomic
 from guiderag.redact import redact
-from guiderag.store.connection import restate
+from guiderag.store.connection import columns, lock_schema, restate, table_exists
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -127,13 +127,14 @@ class AuditLog:
         if self._ready:
             return True
         try:
-            exists = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit'").fetchone()
+            exists = table_exists(self.conn, "audit")
             if not exists and not create:
                 return False
             with self.conn:
+                lock_schema(self.conn)  # two first answers at once on a shared store
                 self.conn.executescript(SCHEMA)
                 # A table from an older guiderag lacks newer columns: add them (additive).
-                have = {r[1] for r in self.conn.execute("PRAGMA table_info(audit)")}
+                have = columns(self.conn, "audit")
                 for column in COLUMNS:
                     if column not in have:
                         self.conn.execute(f"ALTER TABLE audit ADD COLUMN {column}")

@@ -84,7 +84,7 @@ class Chatbot:
         # The audit table lives in the page store's file. create=False: asking against a
         # store that does not exist must not leave an empty database behind.
         self._own_store = store is None
-        self.store = store or Store(settings.db, create=False)
+        self.store = store or Store(settings.store, create=False)
         self.audit = AuditLog(self.store.conn)
         self._analyzer: Callable[[str], list[str]] | None = None
 

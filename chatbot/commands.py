@@ -74,7 +74,7 @@ def format_answer(answer: Answer) -> str:
 
 
 def _audit_log(settings: Settings) -> tuple[Store, AuditLog]:
-    store = Store(settings.db, create=False)
+    store = Store(settings.store, create=False)
     return store, AuditLog(store.conn)
 
 

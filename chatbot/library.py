@@ -6,14 +6,20 @@ evidence, or by a topic-selection call when a model is configured), then answers
 guideline's `Chatbot`, unchanged: the answer, its refusal and its audit row are exactly
 what one guideline alone gives, plus `guideline` and `routing`. Retrievers are loaded
 once per guideline, on first use, and shared by every ask.
+
+A Library may answer from several threads at once (the API, the chat's sessions): every
+ask opens its own store connection for its Chatbot (its audit row), the retrievers are
+read-only, and loading one is done once under a lock.
 """
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Sequence
 
 from guiderag.errors import InputError, ModelError
 from guiderag.settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, Settings
 from guiderag.store import Guideline, Store
+from guiderag.store.pages import store_exists
 
 from . import routing as rt
 from .answer import Answer
@@ -35,16 +41,21 @@ class Library:
         retrievers: dict[str, Retriever] | None = None,
         llm: LLMClient | None = None,
         store: Store | None = None,
+        share_store: bool = False,
     ) -> None:
+        """`share_store`: every ask writes its audit row through `store`'s connection instead
+        of one of its own (for one thread only, e.g. an evaluation run)."""
         self.settings = settings
+        self._share_store = share_store
         self.llm = llm or LLMClient(settings)
         self._own_store = store is None
-        self.store = store or Store(settings.db, create=False)
+        self.store = store or Store(settings.store, create=False)
         counts = self.store.page_counts()
         # The guidelines that can answer: live, with live pages, in id order.
         self.guidelines: list[Guideline] = [g for g in self.store.guidelines() if counts.get(g.id)]
         self._retrievers: dict[str, Retriever] = dict(retrievers or {})
         self._judges: dict[str, Chatbot] = {}
+        self._loading = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
@@ -74,11 +85,15 @@ class Library:
 
     def retriever(self, gid: str) -> Retriever:
         """The retriever of one guideline, loaded on first use (its index rebuilt if stale)."""
-        if gid not in self._retrievers:
-            from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
+        retriever = self._retrievers.get(gid)
+        if retriever is not None:
+            return retriever
+        with self._loading:
+            if gid not in self._retrievers:
+                from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-            self._retrievers[gid] = load_retriever(self.settings_for(gid))
-        return self._retrievers[gid]
+                self._retrievers[gid] = load_retriever(self.settings_for(gid))
+            return self._retrievers[gid]
 
     def loaded(self) -> list[Retriever]:
         """The retrievers loaded so far."""
@@ -92,7 +107,7 @@ class Library:
         if not self.guidelines and name == DEFAULT_GUIDELINE:
             return name
         held = ", ".join(self.ids) or "none yet"
-        raise InputError(f"no guideline {name!r} in the store {self.settings.db} (it holds: {held}); "
+        raise InputError(f"no guideline {name!r} in the store {self.settings.store_name} (it holds: {held}); "
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
@@ -125,10 +140,15 @@ class Library:
     def _judge(self, gid: str) -> Chatbot:
         """A Chatbot kept per guideline to measure the evidence gate as answers do (its
         analysis cache persists); it never answers."""
-        if gid not in self._judges:
-            self._judges[gid] = Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm,
-                                        store=self.store)
-        return self._judges[gid]
+        judge = self._judges.get(gid)
+        if judge is not None:
+            return judge
+        retriever = self.retriever(gid)
+        with self._loading:
+            if gid not in self._judges:
+                self._judges[gid] = Chatbot(self.settings_for(gid), retriever=retriever, llm=self.llm,
+                                            store=self.store)
+            return self._judges[gid]
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
@@ -165,16 +185,19 @@ class Library:
                 text = clean_question(question, self.settings).text
             except InputError:
                 # the first guideline's chatbot records the refused question, as one alone would
-                return self.chatbot(self.ids[0], None).ask(question, mode)
+                with self.chatbot(self.ids[0], None) as bot:
+                    return bot.ask(question, mode)
             routing = self.route(text, name)
         else:
             routing = self.route(question, name)
-        bot = self.chatbot(routing.chosen, routing)
-        return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
+        with self.chatbot(routing.chosen, routing) as bot:
+            return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
 
     def chatbot(self, gid: str, routing: rt.Routing | None) -> Chatbot:
-        """A fresh Chatbot (a new session) over one guideline."""
-        return Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm, store=self.store,
+        """A fresh Chatbot (a new session) over one guideline, with a store connection of its
+        own (closed with it): asks on several threads never share one."""
+        return Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm,
+                       store=self.store if self._share_store else None,
                        guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None)
 
     def corpus_versions(self) -> str:
@@ -188,9 +211,9 @@ class Library:
 
 def guideline_titles(settings: Settings) -> Sequence[tuple[str, str]]:
     """(id, title) of the store's guidelines that hold pages (none when there is no store)."""
-    if not settings.db.exists():
+    if not store_exists(settings.store):
         return []
-    with Store(settings.db, create=False) as store:
+    with Store(settings.store, create=False) as store:
         counts = store.page_counts()
         return [(g.id, g.title) for g in store.guidelines() if counts.get(g.id)]
 

@@ -72,7 +72,7 @@ class _PageLines:
     """The page store, and the stored lines (and titles) of cited page versions, cached,
     for the verbatim check."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path | str) -> None:
         from guiderag.store import Store
 
         self.store = Store(db, create=False)
@@ -217,7 +217,7 @@ def make_library(settings: Settings, retriever: Any = None, llm: Any = None, sto
     retrievers = {}
     if retriever is not None:
         retrievers[getattr(retriever.settings, "guideline", "") or _only_guideline(settings)] = retriever
-    library = Library(settings, retrievers=retrievers, llm=llm, store=store)
+    library = Library(settings, retrievers=retrievers, llm=llm, store=store, share_store=store is not None)
     for gid in library.ids or [settings.guideline or _only_guideline(settings)]:
         library.retriever(gid)  # a stale index is rebuilt here, before any question is timed
     return library
@@ -239,7 +239,7 @@ class _Asker:
         self.settings = settings
         self.mode = mode
         self.llm = llm or LLMClient(settings)
-        self.page_lines = _PageLines(settings.db)
+        self.page_lines = _PageLines(settings.store)
         self.library = make_library(settings, retriever, self.llm, self.page_lines.store)
 
     def ask(self, q: Question) -> dict:

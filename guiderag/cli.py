@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "chat": ("guiderag.commands", "run_chat"),
     "guidelines": ("guiderag.commands", "run_guidelines"),
     "check": ("guiderag.scraper.commands", "run_check"),
+    "serve": ("guiderag.api.commands", "run_serve"),
+    "loadbench": ("guiderag.api.commands", "run_loadbench"),
 }
 
 
@@ -49,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", type=Path, help="page store (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
+    common.add_argument("--db", help="page store: an SQLite file or a postgresql:// URL (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
     common.add_argument("--pipeline", choices=PIPELINES, help="retrieval pipeline (default: ours)")
     common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -124,6 +126,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("jsquad", "patient", "all"), default="all",
                    help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default)")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", parents=[common], help="the HTTP API (POST /v1/ask, GET /v1/pages, /healthz, /readyz)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+
+    p = sub.add_parser("loadbench", parents=[common], help="concurrent clients against 1 and 2 API replicas")
+    p.add_argument("--clients", type=int, default=16, help="concurrent client threads (default 16)")
+    p.add_argument("--requests", type=int, default=320, help="requests per run, at most (default 320)")
+    p.add_argument("--seconds", type=float, default=120.0, help="seconds per run, at most (default 120)")
+    p.add_argument("--replicas", default="1,2", help="replica counts, comma-separated (default 1,2)")
+    p.add_argument("--pg", help="also bench this PostgreSQL store (postgresql://...), scraped already")
+    p.add_argument("--sqlite", type=Path, help="the SQLite store to bench (default: the sample, scraped anew)")
+    p.add_argument("--workdir", type=Path, help="where logs and the scraped sample go (default: a temporary folder)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")

@@ -65,7 +65,7 @@ def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list
     the last `guiderag check` of each (None when never checked)."""
     from .store import Store
 
-    with Store(settings.db, create=False) as store:
+    with Store(settings.store, create=False) as store:
         counts = store.page_counts()
         rows = []
         for g in store.guidelines(include_removed=include_removed):
@@ -131,7 +131,7 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
     from .store import Store
     from .store.lock import scrape_lock
 
-    with scrape_lock(settings.db), Store(settings.db, create=False) as store:
+    with scrape_lock(settings.store), Store(settings.store, create=False) as store:
         pages = store.remove_guideline(gid)
     target = settings.replace(guideline=gid)
     remove_index(target.index_dir)

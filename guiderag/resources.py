@@ -10,8 +10,10 @@ filled.
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .errors import InputError
 
@@ -68,3 +70,20 @@ def shared_bench_dir() -> Path:
     checkout = source_checkout()
     base = checkout.parent if checkout is not None else Path.cwd().parent
     return base / "shared" / "bench"
+
+
+_POSTGRES_URL = re.compile(r"^postgres(?:ql)?://", re.I)
+
+
+def is_postgres_url(location: object) -> bool:
+    """True for a postgresql:// (or postgres://) URL: a shared store, not a file."""
+    return isinstance(location, str) and bool(_POSTGRES_URL.match(location))
+
+
+def shared_store_anchor(url: str) -> Path:
+    """Where this machine keeps what lives beside a PostgreSQL store (its retrieval index,
+    URL workbooks, check status): <user data dir>/postgresql/<host>-<port>-<database>.db,
+    a name for a file that is never created."""
+    parts = urlsplit(url)
+    name = "-".join(p for p in (parts.hostname or "local", str(parts.port or 5432), parts.path.strip("/") or "db") if p)
+    return user_data_dir() / "postgresql" / (re.sub(r"[^A-Za-z0-9._-]+", "_", name) + ".db")

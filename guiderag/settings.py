@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .resources import default_db
+from .redact import redact
+from .resources import default_db, is_postgres_url, shared_store_anchor
 
 # Names defined once: answer modes (extract needs no model) and retrieval pipelines.
 EXTRACT, LINES, GENERATE = "extract", "lines", "generate"
@@ -46,7 +47,14 @@ class Settings:
 
     # --- store -------------------------------------------------------------
     # Default: $XDG_DATA_HOME/guiderag/guiderag.db (~/.local/share/...), see resources.py.
+    # --db / GUIDERAG_DB may also be a postgresql://user@host:port/dbname URL: the shared
+    # store is then `store_url`, and `db` is a local anchor for what is kept on this machine
+    # beside a store (index, URL workbook, check status: resources.shared_store_anchor).
     db: Path = field(default_factory=default_db)
+    store_url: str | None = field(default=None, repr=False)
+    # The retrieval indexes live under this folder instead of beside the store
+    # (<db>.index/): e.g. a volume several replicas share (README, "Replicas").
+    index_root: Path | None = None
     # The guideline a command works on: "" is the store's only guideline (DEFAULT_GUIDELINE
     # for a scrape), and for `ask` the one the question is routed to (AUTO_GUIDELINE).
     guideline: str = ""
@@ -214,6 +222,21 @@ class Settings:
     eval_workers: int = 0
     eval_parallel_min: int = 200
 
+    # --- HTTP API (guiderag serve) -------------------------------------------
+    # When set, every /v1 request must send `Authorization: Bearer <key>` (compared in
+    # constant time); /healthz and /readyz stay open for load balancers.
+    api_key: str | None = field(default=None, repr=False)
+    # Requests with a larger body are refused (413) before it is read whole.
+    api_max_body_bytes: int = 65_536
+    # A question longer than this is refused (422); up to it, the chatbot answers the first
+    # max_question_chars characters and says so, as in the chat.
+    api_max_question_chars: int = 10_000
+    # Origins allowed to call the API from a browser (comma-separated); empty: no CORS headers.
+    api_cors_origins: str = ""
+    # A PostgreSQL store: the most connections one process keeps open to it (a pool); the
+    # server forks a process per connection, so each replica reuses a few.
+    pg_pool_size: int = 10
+
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on
     # first start; set GUIDERAG_SAMPLE_ON_EMPTY=0 for a deployment that must not do that.
@@ -226,7 +249,7 @@ class Settings:
         """Directory holding the retrieval index versions of this guideline, beside the db:
         <db>.index/ for the default guideline (as before there were several), else
         <db>.index/<guideline id>/."""
-        root = self.db.with_name(self.db.name + ".index")
+        root = self.index_root if self.index_root is not None else self.db.with_name(self.db.name + ".index")
         return root if self.guideline in ("", DEFAULT_GUIDELINE) else root / self.guideline
 
     @property
@@ -243,6 +266,16 @@ class Settings:
         """Where `guiderag check` records its last result for this guideline (a small JSON
         file beside the store, never the store itself): <db>.check/<guideline id>.json."""
         return self.db.with_name(self.db.name + ".check") / f"{self.guideline or DEFAULT_GUIDELINE}.json"
+
+    @property
+    def store(self) -> Path | str:
+        """What Store() opens: the PostgreSQL URL of a shared store, else the SQLite file."""
+        return self.store_url or self.db
+
+    @property
+    def store_name(self) -> str:
+        """The store as messages name it (a URL without its password)."""
+        return redact(self.store_url) if self.store_url else str(self.db)
 
     @property
     def model_configured(self) -> bool:
@@ -264,6 +297,12 @@ class Settings:
         for name, value in overrides.items():
             if value is not None:
                 values[name] = value
+        location = values.get("db")
+        if isinstance(location, str) and is_postgres_url(location):
+            values["store_url"] = location
+            values["db"] = shared_store_anchor(location)
+        elif isinstance(location, str):
+            values["db"] = Path(location)
         settings = cls(**values)
         settings.validate()
         return settings
@@ -309,6 +348,8 @@ class Settings:
             raise InputError("model_timeout_s must be > 0; model_concurrency and the queue timeouts >= 0")
         if self.answer_max_tokens < 1 or self.lines_max_tokens < 1 or self.summary_max_factor <= 1.0:
             raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
+        if self.api_max_body_bytes < 1024 or self.api_max_question_chars < 1:
+            raise InputError("api_max_body_bytes must be at least 1024 and api_max_question_chars at least 1")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 
@@ -326,6 +367,8 @@ def check_guideline_id(gid: str) -> str:
 
 def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:
     kind = str(f.type)
+    if f.name == "db":
+        return raw  # a path or a postgresql:// URL: Settings.load decides
     try:
         if "Path" in kind:
             return Path(raw)

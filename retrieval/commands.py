@@ -19,7 +19,7 @@ def run_index(args: argparse.Namespace, settings: Settings) -> int:
     if settings.guideline:
         targets = [settings]
     else:
-        with Store(settings.db, create=False) as store:
+        with Store(settings.store, create=False) as store:
             counts = store.page_counts()
             ids = [g.id for g in store.guidelines() if counts.get(g.id)]
         targets = [settings.replace(guideline=gid) for gid in ids] or [settings]

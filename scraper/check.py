@@ -98,10 +98,10 @@ def check_guideline(settings: Settings, toc_url: str | None = None) -> CheckResu
 
 
 def _compare(settings: Settings, toc_url: str | None, result: CheckResult) -> None:
-    with Store(settings.db, readonly=True) as store:
+    with Store(settings.store, readonly=True) as store:
         known = store.get_guideline(settings.guideline)
         if known is None or known.removed:
-            raise InputError(f"the store {settings.db} holds no guideline {settings.guideline!r} to check; "
+            raise InputError(f"the store {settings.store_name} holds no guideline {settings.guideline!r} to check; "
                              "`guiderag guidelines` lists them")
         stored = {p.url: p for p in store.current_pages(guideline=known.id)}
         last = store.last_run(guideline=known.id)

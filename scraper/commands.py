@@ -43,14 +43,10 @@ def print_report(report: ScrapeReport) -> None:
 
 def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     """List the stored pages (current version of each)."""
-    with Store(settings.db, create=False) as store:
+    with Store(settings.store, create=False) as store:
         gid = store.resolve_guideline(settings.guideline) if settings.guideline else None
         pages = store.current_pages(include_removed=bool(args.all), guideline=gid)
-    rows: list[dict[str, Any]] = [
-        {"url": p.url, "title": p.title, "version": p.version, "fetched_at": p.fetched_at,
-         "content_hash": p.content_hash, "lines": len(p.lines), "removed": p.removed, "guideline": p.guideline}
-        for p in pages
-    ]
+    rows: list[dict[str, Any]] = [p.summary() for p in pages]
     if args.json:
         print(json.dumps({"pages": rows}, ensure_ascii=False, indent=1))
         return 0
@@ -74,10 +70,10 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     toc = getattr(args, "toc_url", None)
     if toc:
         check_toc_url(toc)  # a malformed URL is bad input (exit 2), an unreachable one a failed check
-    with Store(settings.db, readonly=True) as store:
+    with Store(settings.store, readonly=True) as store:
         ids = [store.resolve_guideline(settings.guideline)] if settings.guideline else [g.id for g in store.guidelines()]
     if not ids:
-        raise InputError(f"the store {settings.db} holds no guideline to check: scrape one first")
+        raise InputError(f"the store {settings.store_name} holds no guideline to check: scrape one first")
     if toc and len(ids) > 1:
         raise InputError(f"the store holds {len(ids)} guidelines: name the one {toc} belongs to with --guideline ID")
     results = []

@@ -142,7 +142,7 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
     if edits:
         notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
 
-    with scrape_lock(settings.db), fetch.Fetcher(settings, toc) as fetcher:
+    with scrape_lock(settings.store), fetch.Fetcher(settings, toc) as fetcher:
         plan = plan_site(fetcher, toc, toc_url, edits, public_site)
         notes.extend(plan.notes)
         links, targets, rebase = plan.links, plan.targets, plan.rebase
@@ -165,7 +165,7 @@ def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = No
                 f"store was not changed. Review the links in {out_path} (set include=FALSE for what is not "
                 f"the guide, then scrape with --urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
             )
-        store = Store(settings.db)
+        store = Store(settings.store)
         try:
             store.check_integrity()  # before fetching a whole site into a store that cannot take it
             aborted = store.abort_unfinished_runs(

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from guiderag.errors import StoreAccessError
 from guiderag.redact import redact
+from guiderag.resources import is_postgres_url
 
 T = TypeVar("T")
 
@@ -143,6 +144,15 @@ class GuardedConnection(sqlite3.Connection):
     """sqlite3.Connection whose calls raise StoreAccessError for failures of the file."""
 
     store_path: str = ""
+    dialect = "sqlite"
+
+    def table_exists(self, name: str) -> bool:
+        """True when the file holds a table `name`."""
+        return table_exists(self, name)
+
+    def columns(self, table: str) -> set[str]:
+        """The column names of `table`."""
+        return columns(self, table)
 
     def cursor(self, factory: Any = GuardedCursor) -> Any:
         return super().cursor(factory)
@@ -163,9 +173,42 @@ class GuardedConnection(sqlite3.Connection):
         return _guarded(self.store_path, super().__exit__, *exc_info)
 
 
-def connect(path: Path | str, *, timeout: float = 30.0, readonly: bool = False) -> GuardedConnection:
-    """Open the SQLite file at `path` (rows as sqlite3.Row) through GuardedConnection;
-    `readonly` opens it with mode=ro: SQLite then writes nothing to the file."""
+def table_exists(conn: Any, name: str) -> bool:
+    """True when the store behind `conn` (sqlite3, or store.pg's connection) has table `name`."""
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        return bool(conn.table_exists(name))
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def columns(conn: Any, table: str) -> set[str]:
+    """The column names of `table` in the store behind `conn`."""
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        return set(conn.columns(table))
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+# PostgreSQL: the advisory lock a schema change takes in its transaction (store.schema's
+# migrations, the audit log's table): CREATE TABLE IF NOT EXISTS is not safe against another
+# transaction doing the same at once there, as it is in SQLite (one writer at a time).
+SCHEMA_LOCK_KEY = 0x67756964  # "guid"
+
+
+def lock_schema(conn: Any) -> None:
+    """Inside a transaction (`with conn:`): wait until no other process changes the schema."""
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK_KEY,)).fetchone()
+
+
+def connect(path: Path | str, *, timeout: float = 30.0, readonly: bool = False) -> Any:
+    """Open the store at `path`: an SQLite file (rows as sqlite3.Row) through
+    GuardedConnection, or a postgresql:// URL through store.pg.PgConnection, which offers
+    the same surface. `readonly` opens the file with mode=ro (SQLite then writes nothing to
+    it), or the PostgreSQL session read-only."""
+    if is_postgres_url(path):
+        from .pg import PgConnection  # psycopg: only for a shared store
+
+        return PgConnection(str(path), readonly=readonly, connect_timeout=timeout)
     target = "file:" + quote(str(Path(path).resolve())) + "?mode=ro" if readonly else str(path)
     try:
         conn = sqlite3.connect(target, timeout=timeout, check_same_thread=False, uri=readonly,

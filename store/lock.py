@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Iterator, TextIO
 
 from guiderag.errors import StoreBusyError, StoreError
+from guiderag.resources import is_postgres_url
 
 
-def lock_path(db: Path, purpose: str = "scrape") -> Path:
+def lock_path(db: Path | str, purpose: str = "scrape") -> Path:
     """<db>.<purpose>.lock, beside the store."""
     return Path(db).with_name(f"{Path(db).name}.{purpose}.lock")
 
@@ -50,9 +51,14 @@ def file_lock(path: Path, *, wait: bool, what: str = "the lock file") -> Iterato
 
 
 @contextlib.contextmanager
-def scrape_lock(db: Path) -> Iterator[None]:
+def scrape_lock(db: Path | str) -> Iterator[None]:
     """Hold the store's scrape lock, or raise StoreBusyError at once when another holds it.
-    The lock file says who holds it, for the message."""
+    The lock file says who holds it, for the message. A PostgreSQL store is locked with an
+    advisory lock instead (any machine scraping it takes the same one)."""
+    if is_postgres_url(db):
+        with _advisory_lock(str(db), SCRAPE_LOCK_KEY, wait=False):
+            yield
+        return
     path = lock_path(db, "scrape")
     with contextlib.ExitStack() as stack:
         try:
@@ -76,7 +82,40 @@ def scrape_lock(db: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def bootstrap_lock(db: Path) -> Iterator[None]:
+def bootstrap_lock(db: Path | str) -> Iterator[None]:
     """Wait for, then hold, the store's first-run lock."""
+    if is_postgres_url(db):
+        with _advisory_lock(str(db), BOOTSTRAP_LOCK_KEY, wait=True):
+            yield
+        return
     with file_lock(lock_path(db, "bootstrap"), wait=True, what="the first-run lock"):
         yield
+
+
+# PostgreSQL advisory lock keys (one database holds one store).
+SCRAPE_LOCK_KEY = 0x67726173  # "gras"
+BOOTSTRAP_LOCK_KEY = 0x67726174
+
+
+@contextlib.contextmanager
+def _advisory_lock(url: str, key: int, *, wait: bool) -> Iterator[None]:
+    """A session-level advisory lock on a connection of its own, held for the block: the
+    server releases it when that connection ends, however its process ends."""
+    from .pg import PgConnection, display
+
+    conn = PgConnection(url, pooled=False)  # the lock lives and dies with this connection
+    try:
+        if wait:
+            conn.advisory_lock(key)
+        elif not conn.try_advisory_lock(key):
+            holder = conn.advisory_holder(key)
+            raise StoreBusyError(
+                f"another scrape is writing to {display(url)} ({holder}); nothing was changed. Wait for "
+                "it to finish, then scrape again"
+            )
+        try:
+            yield
+        finally:
+            conn.advisory_unlock(key)
+    finally:
+        conn.close()

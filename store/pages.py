@@ -13,15 +13,17 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from guiderag.clock import utc_now
 from guiderag.errors import InputError, StoreAccessError, StoreError, StoreMissingError
 from guiderag.redact import redact
+from guiderag.resources import is_postgres_url
 from guiderag.settings import DEFAULT_GUIDELINE, check_guideline_id
 
 from . import schema
 from .connection import connect, describe, restate
+from .pg import display
 
 
 def content_hash(title: str, lines: Sequence[str]) -> str:
@@ -49,6 +51,14 @@ class PageVersion:
     def line(self, number: int) -> str:
         """Line `number`, counted from 1 as in citations."""
         return self.lines[number - 1]
+
+    def summary(self) -> dict[str, Any]:
+        """The page as `guiderag pages --json` and `GET /v1/pages` list it."""
+        return {
+            "url": self.url, "title": self.title, "version": self.version, "fetched_at": self.fetched_at,
+            "content_hash": self.content_hash, "lines": len(self.lines), "removed": self.removed,
+            "guideline": self.guideline,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,8 +127,14 @@ class RunSummary:
         return text
 
 
+# PostgreSQL stores this process has seen at the latest schema: later opens (one per API
+# request) skip the check. (An upgrade of a shared store needs its replicas restarted.)
+_CURRENT_SCHEMA: set[str] = set()
+
+
 class Store:
-    """The SQLite page store. Use as a context manager or call close()."""
+    """The page store: an SQLite file, or a PostgreSQL database (a postgresql:// URL, shared
+    by several processes). Use as a context manager or call close()."""
 
     def __init__(self, path: Path | str, *, create: bool = True, readonly: bool = False) -> None:
         """Open the store at `path`, creating it when `create` (and not `readonly`).
@@ -126,7 +142,11 @@ class Store:
         Opened for writing, the schema is brought up to date (store.schema); `readonly`
         opens the file read-only and changes nothing, not even the schema, so the store
         must be at this guiderag's schema version already."""
-        self.path = Path(path)
+        self.shared = is_postgres_url(path)
+        if self.shared:
+            self._open_shared(str(path), create=create, readonly=readonly)
+            return
+        self.path: Path | str = Path(path)
         if (readonly or not create) and (not self.path.exists() or is_empty_file(self.path)):
             # An empty file is no store either; opening it would write a schema into it.
             what = "no page store at" if not self.path.exists() else "an empty file (0 bytes), not a page store, at"
@@ -148,7 +168,7 @@ class Store:
                     f"{self.path} is an SQLite file without guiderag's tables, not a page store; nothing "
                     "was written to it. Point --db / GUIDERAG_DB at a store written by `guiderag scrape`"
                 )
-            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.execute("PRAGMA foreign_keys=ON")  # (SQLite only; PostgreSQL: _open_shared)
             if readonly:
                 schema.require_current(self.conn, self.path)
             else:
@@ -162,13 +182,38 @@ class Store:
             self.conn.close()
             raise
 
+    def _open_shared(self, url: str, *, create: bool, readonly: bool) -> None:
+        """The PostgreSQL store: its tables made or brought up to date unless read-only;
+        a database without them is no store for a read-only or a non-creating open."""
+        self.path = display(url)
+        self.readonly = readonly
+        self.conn = connect(url, readonly=readonly)
+        if url in _CURRENT_SCHEMA:
+            return  # this process saw it at the latest schema already
+        try:
+            if (readonly or not create) and not self._has_tables():
+                raise StoreMissingError(
+                    f"the PostgreSQL database {self.path} holds no page store yet: run `guiderag scrape "
+                    "TOC_URL --db URL` (or `guiderag scrape --sample --db URL`) first"
+                )
+            if readonly:
+                schema.require_current(self.conn, self.path)
+            else:
+                schema.migrate(self.conn, self.path)
+            _CURRENT_SCHEMA.add(url)
+        except BaseException:
+            self.conn.close()
+            raise
+
     def _has_tables(self) -> bool:
-        row = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pages'").fetchone()
-        return row is not None
+        return bool(self.conn.table_exists("pages"))
 
     def check_integrity(self) -> None:
         """StoreAccessError unless SQLite's quick check finds the file sound: run before a
-        scrape fetches a whole site only to find it cannot write it."""
+        scrape fetches a whole site only to find it cannot write it. (A PostgreSQL server
+        checks its own pages.)"""
+        if self.shared:
+            return
         problems = [str(r[0]) for r in self.conn.execute("PRAGMA quick_check(3)")]
         if problems != ["ok"]:
             raise describe(self.path, sqlite3.DatabaseError("quick_check: " + "; ".join(problems)))
@@ -226,6 +271,14 @@ class Store:
             (url,),
         )
         return [self._row_to_version(r) for r in rows]
+
+    def state(self) -> str:
+        """A token that changes whenever a corpus may have: a scrape committed (its run
+        finished ok) or a guideline was removed. A scrape still running changes nothing
+        yet, so a reader that reloads on a new token never loads a half-scraped corpus."""
+        ok = self.conn.execute("SELECT MAX(id) FROM runs WHERE status = 'ok'").fetchone()[0]
+        removed = self.conn.execute("SELECT COUNT(*) FROM guidelines WHERE removed_at IS NOT NULL").fetchone()[0]
+        return f"run {ok or 0}; removed {removed}"
 
     def corpus_version(self, guideline: str | None = None) -> str:
         """A fingerprint of the current corpus (of one guideline, or of all); the index
@@ -571,3 +624,16 @@ def _row_id(cur: sqlite3.Cursor) -> int:
 def open_store(path: Path | str, *, create: bool = True) -> Store:
     """Open (or create) the store at `path`."""
     return Store(path, create=create)
+
+
+def store_exists(location: Path | str) -> bool:
+    """True when there is a store at `location` to open without creating one: an SQLite
+    file that is not empty, or a PostgreSQL database holding guiderag's tables."""
+    if is_postgres_url(location):
+        conn = connect(str(location), readonly=True)
+        try:
+            return bool(conn.table_exists("pages"))
+        finally:
+            conn.close()
+    path = Path(location)
+    return path.exists() and not is_empty_file(path)

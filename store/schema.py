@@ -16,12 +16,14 @@ Rules for a new migration (another store backend reuses this list):
 """
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from guiderag.clock import utc_now
 from guiderag.errors import StoreVersionError
+
+from .connection import lock_schema
 
 
 @dataclass(frozen=True)
@@ -112,18 +114,15 @@ def _check_list() -> None:
 _check_list()
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: Any) -> int:
     """The highest migration recorded in the store; 0 for a store from before migrations."""
-    has_table = conn.execute(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()[0]
-    if not has_table:
+    if not conn.table_exists("schema_migrations"):
         return 0
     row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
 
 
-def refuse_newer(version: int, path: Path) -> None:
+def refuse_newer(version: int, path: Path | str) -> None:
     """StoreVersionError when the store records a schema this guiderag does not know."""
     if version > LATEST:
         raise StoreVersionError(
@@ -133,30 +132,23 @@ def refuse_newer(version: int, path: Path) -> None:
         )
 
 
-def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
+def migrate(conn: Any, path: Path | str) -> list[int]:
     """Apply the migrations the store lacks, in one transaction; return their numbers.
 
-    The write lock is taken first (BEGIN IMMEDIATE) and the version read again inside it,
-    so two processes opening an old store at once migrate it once."""
+    The write lock is taken first (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-wide
+    advisory lock) and the version read again inside it, so two processes opening an old
+    store at once migrate it once. PostgreSQL runs the same statements (store.pg translates
+    the column types), its DDL inside the same transaction."""
     refuse_newer(schema_version(conn), path)
     if schema_version(conn) == LATEST:
         return []
+    if conn.dialect != "sqlite":
+        with conn:
+            lock_schema(conn)
+            return _apply(conn, path)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = schema_version(conn)
-        refuse_newer(current, path)
-        conn.execute(BOOKKEEPING)
-        applied = []
-        for migration in MIGRATIONS:
-            if migration.version <= current:
-                continue
-            for statement in migration.statements:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
-                (migration.version, migration.description, utc_now()),
-            )
-            applied.append(migration.version)
+        applied = _apply(conn, path)
         conn.commit()
     except BaseException:
         conn.rollback()
@@ -164,7 +156,26 @@ def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
     return applied
 
 
-def require_current(conn: sqlite3.Connection, path: Path) -> None:
+def _apply(conn: Any, path: Path | str) -> list[int]:
+    """The missing migrations, inside the caller's transaction."""
+    current = schema_version(conn)
+    refuse_newer(current, path)
+    conn.execute(BOOKKEEPING)
+    applied = []
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.description, utc_now()),
+        )
+        applied.append(migration.version)
+    return applied
+
+
+def require_current(conn: Any, path: Path | str) -> None:
     """For a read-only open, which must not migrate: the store must be at LATEST."""
     version = schema_version(conn)
     refuse_newer(version, path)

@@ -44,7 +44,7 @@ PAGES = {
 }
 
 
-def make_store(path: Path, pages: dict[str, Sequence[str]] | None = None) -> Store:
+def make_store(path: Path | str, pages: dict[str, Sequence[str]] | None = None) -> Store:
     """A real store holding `pages` (url -> (title, *lines))."""
     pages = PAGES if pages is None else pages
     store = Store(path)
@@ -91,12 +91,17 @@ def stub_settings(stub: Any, tmp_path: Path | None = None, **overrides: Any) -> 
     return Settings.load(env={}, **values)
 
 
-def indexed_settings(tmp_path: Path, pages: dict[str, Sequence[str]] | None = None, **overrides: Any) -> Settings:
-    """A store holding `pages` with its retrieval index built; settings pointing at it."""
+def indexed_settings(tmp_path: Path, pages: dict[str, Sequence[str]] | None = None, *,
+                     store: Path | str | None = None, **overrides: Any) -> Settings:
+    """A store holding `pages` with its retrieval index built; settings pointing at it.
+    `store`: where it lives (an SQLite file or a PostgreSQL URL; default tmp_path/guide.db);
+    the index is kept in tmp_path either way."""
     from guiderag import retrieval
 
-    db = tmp_path / "guide.db"
+    db = store if store is not None else tmp_path / "guide.db"
     make_store(db, pages).close()
+    if isinstance(db, str):
+        overrides.setdefault("index_root", tmp_path / "index")
     settings = Settings.load(env={}, db=db, progress=False, **overrides)
     retrieval.build_index(settings)
     return settings

@@ -76,3 +76,35 @@ def local_model(tmp_path_factory: pytest.TempPathFactory):
         pytest.fail(problem)
     with lm.serve(tmp_path_factory.mktemp("llm")) as model:
         yield model
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (tests/pgkit.py); yields its admin URL."""
+    from pgkit import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_database(postgres: str):
+    """A fresh, empty database on the session's server; yields its URL, drops it after."""
+    import uuid
+
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield postgres.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path):
+    """Where a test's store lives, once per backend: an SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "g.db"
+    return request.getfixturevalue("pg_database")

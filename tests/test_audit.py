@@ -11,6 +11,7 @@ from guiderag import retrieval
 from guiderag.chatbot import Chatbot
 from guiderag.chatbot.audit import AuditLog, normalize_question
 from guiderag.errors import ModelError, QuestionError, StoreError, WorkbookError
+from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
 from chatbot_helpers import indexed_settings
 
@@ -19,7 +20,13 @@ OUT_OF_SCOPE = "糖尿病の食事療法を教えてください"
 
 
 @pytest.fixture()
-def settings(tmp_path):
+def settings(tmp_path, store_at):
+    """The store on each backend (SQLite and PostgreSQL): the audit log behaves the same."""
+    return indexed_settings(tmp_path, store=store_at)
+
+
+@pytest.fixture()
+def sqlite_settings(tmp_path):
     return indexed_settings(tmp_path)
 
 
@@ -29,12 +36,8 @@ def retriever(settings):
 
 
 def _rows(settings):
-    conn = sqlite3.connect(settings.db)
-    try:
-        log = AuditLog(conn)
-        return log.rows()
-    finally:
-        conn.close()
+    with Store(settings.store, create=False) as store:
+        return AuditLog(store.conn).rows()
 
 
 def test_governed_answer_row_records_exactly_what_was_shown(settings, retriever):
@@ -103,8 +106,9 @@ def test_fallback_to_extract_is_recorded_with_the_error(tmp_path):
     assert row["answer"] == answer.answer and "HTTP 500" in row["error"]
 
 
-def test_failed_audit_write_loses_no_earlier_row_and_shows_nothing(settings, retriever):
-    with Chatbot(settings, retriever=retriever) as bot:
+def test_failed_audit_write_loses_no_earlier_row_and_shows_nothing(sqlite_settings):
+    settings = sqlite_settings  # the failure is an SQLite trigger
+    with Chatbot(settings, retriever=retrieval.load_retriever(settings)) as bot:
         first = bot.ask(IN_SCOPE)
         bot.ask(OUT_OF_SCOPE)
         with bot.store.conn:  # a real SQLite failure on the next insert
@@ -140,8 +144,8 @@ def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_pat
     assert sorted(p.name for p in out.parent.iterdir()) == ["audit.xlsx"]  # no temp file left
 
 
-def test_export_refuses_a_non_xlsx_path_and_changes_nothing(settings, tmp_path):
-    conn = sqlite3.connect(settings.db)
+def test_export_refuses_a_non_xlsx_path_and_changes_nothing(sqlite_settings, tmp_path):
+    conn = sqlite3.connect(sqlite_settings.db)
     try:
         log = AuditLog(conn)
         with pytest.raises(WorkbookError, match=".xlsx"):

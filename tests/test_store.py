@@ -19,8 +19,8 @@ def scrape(store: Store, pages: list[FetchedPage], **kw):
     return store.commit_run(run, pages, content_urls=content, **kw)
 
 
-def test_added_then_unchanged_stores_no_new_version(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_added_then_unchanged_stores_no_new_version(store_at):
+    with Store(store_at) as s:
         first = scrape(s, [page("http://x/a", "肺がんとは"), page("http://x/b", "検査")])
         assert first.counts() == {"added": 2, "changed": 0, "unchanged": 0, "removed": 0, "failed": 0}
         again = scrape(s, [page("http://x/a", "肺がんとは"), page("http://x/b", "検査")])
@@ -30,8 +30,8 @@ def test_added_then_unchanged_stores_no_new_version(tmp_path):
         assert [p.version for p in s.current_pages()] == [1, 1]
 
 
-def test_edit_makes_new_version_and_keeps_old(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_edit_makes_new_version_and_keeps_old(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "旧い文")])
         before = s.corpus_version()
         summary = scrape(s, [page("http://x/a", "新しい文", "二行目")])
@@ -44,8 +44,8 @@ def test_edit_makes_new_version_and_keeps_old(tmp_path):
         assert s.corpus_version() != before
 
 
-def test_page_missing_from_toc_is_marked_removed_not_deleted(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_page_missing_from_toc_is_marked_removed_not_deleted(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "a"), page("http://x/b", "b")])
         summary = scrape(s, [page("http://x/a", "a")])
         assert summary.removed == ["http://x/b"]
@@ -57,8 +57,8 @@ def test_page_missing_from_toc_is_marked_removed_not_deleted(tmp_path):
         assert back.added == ["http://x/b"]
 
 
-def test_failed_fetch_keeps_previous_version(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_failed_fetch_keeps_previous_version(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "a"), page("http://x/b", "b")])
         summary = scrape(
             s, [page("http://x/a", "a")], content_urls=["http://x/a", "http://x/b"],
@@ -69,24 +69,24 @@ def test_failed_fetch_keeps_previous_version(tmp_path):
         assert s.get_page("http://x/b").lines == ("b",)
 
 
-def test_gone_pages_are_removed(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_gone_pages_are_removed(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "a"), page("http://x/b", "b")])
         summary = scrape(s, [page("http://x/a", "a")], content_urls=["http://x/a", "http://x/b"],
                          failed={"http://x/b": "HTTP 404"}, gone=["http://x/b"])
         assert summary.removed == ["http://x/b"] and "http://x/b" not in summary.failed
 
 
-def test_not_modified_counts_unchanged_and_headers_are_offered(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_not_modified_counts_unchanged_and_headers_are_offered(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "a", etag='"v1"')])
         assert s.conditional_headers("http://x/a") == {"If-None-Match": '"v1"'}
         summary = scrape(s, [FetchedPage(url="http://x/a", not_modified=True, http_status=304)])
         assert summary.unchanged == ["http://x/a"]
 
 
-def test_failure_inside_commit_rolls_back_everything(tmp_path):
-    with Store(tmp_path / "g.db") as s:
+def test_failure_inside_commit_rolls_back_everything(store_at):
+    with Store(store_at) as s:
         scrape(s, [page("http://x/a", "a")])
         before = s.corpus_version()
 

@@ -20,7 +20,7 @@ from guiderag.errors import ScrapeError
 from guiderag.settings import Settings
 from guiderag.store import Store
 from guiderag.store.lock import bootstrap_lock
-from guiderag.store.pages import is_empty_file
+from guiderag.store.pages import store_exists
 
 # progress(fraction between 0 and 1, message in Japanese for the user)
 ProgressCallback = Callable[[float, str], None]
@@ -77,7 +77,7 @@ def store_status(settings: Settings) -> StoreStatus:
     """Page count and last good scrape of the store at settings.db (none there: empty)."""
     if _no_store_yet(settings):  # do not leave an empty database behind just by looking
         return StoreStatus(pages=0, toc_url=None, last_scraped=None, last_run_id=None)
-    with Store(settings.db, create=False) as store:
+    with Store(settings.store, create=False) as store:
         pages = store.conn.execute(
             "SELECT COUNT(*) FROM pages WHERE removed_at IS NULL"
         ).fetchone()[0]
@@ -119,14 +119,15 @@ def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | N
 
 
 def _no_store_yet(settings: Settings) -> bool:
-    """No file at settings.db, or an empty one (0 bytes, e.g. from `touch`): no store yet."""
-    return not settings.db.exists() or is_empty_file(settings.db)
+    """No store at settings.store yet (no file, an empty one from `touch`, or a PostgreSQL
+    database without guiderag's tables)."""
+    return not store_exists(settings.store)
 
 
 def _never_had_pages(settings: Settings) -> bool:
     if _no_store_yet(settings):
         return True
-    with Store(settings.db, create=False) as store:
+    with Store(settings.store, create=False) as store:
         return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
 
 
@@ -145,7 +146,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
     report = progress or (lambda fraction, message: None)
     if not needs_bootstrap(settings):
         return BootstrapResult(built=False, pages=store_status(settings).pages)
-    with bootstrap_lock(settings.db):
+    with bootstrap_lock(settings.store):
         # Another thread or process may have finished the build while we waited.
         if not needs_bootstrap(settings):
             return BootstrapResult(built=False, pages=store_status(settings).pages)

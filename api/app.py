@@ -1,0 +1,225 @@
+"""The FastAPI application of `guiderag serve` (../shared/CONTRACT.md, "HTTP API").
+
+- `POST /v1/ask` {"question", "mode"?, "guideline"?} -> the answer object of `ask --json`,
+  audited the same way (the audit row is committed before the reply);
+- `GET /v1/pages` (`?guideline=ID`), `GET /v1/guidelines`; `GET /healthz` (the process
+  lives); `GET /readyz` (store reachable and indexes loaded, else 503); the OpenAPI
+  description at /openapi.json (and /docs).
+- Every error is JSON `{"error": {"code": ..., "message": ...}}`: 400/422 bad input, 401
+  without the configured API key, 404/405 unknown route or method, 413 a body over
+  settings.api_max_body_bytes, 503 a model, the store or the index unavailable, 500 anything
+  else (the traceback goes to the server log, never to the client).
+- With settings.api_key set, /v1 requires `Authorization: Bearer <key>` (constant-time
+  comparison). CORS headers only for the origins in settings.api_cors_origins.
+
+Routes are plain functions: FastAPI runs them in its thread pool, so answers run
+concurrently (MeCab and the audit log take their own locks).
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from guiderag.errors import (
+    EmptyCorpusError,
+    GuideragError,
+    IndexCorruptError,
+    IndexWriteError,
+    InputError,
+    ModelError,
+    ModelNotConfiguredError,
+    StoreError,
+)
+from guiderag.settings import EXTRACT, GENERATE, LINES, Settings
+
+from .service import Service
+
+_log = logging.getLogger("guiderag.api")
+Mode = Literal["extract", "lines", "generate"]
+assert set(Mode.__args__) == {EXTRACT, LINES, GENERATE}  # type: ignore[attr-defined]
+
+
+class AskRequest(BaseModel):
+    """The body of POST /v1/ask."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    question: str = Field(min_length=1, description="the patient's question, in their words")
+    mode: Mode | None = Field(default=None, description="extract (default), lines or generate")
+    guideline: str | None = Field(default=None, description="a guideline id, or auto (the default)")
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
+# Our errors -> (HTTP status, code). First match wins: the more specific classes first.
+ERROR_STATUS: tuple[tuple[type[GuideragError], int, str], ...] = (
+    (ModelNotConfiguredError, 503, "model_not_configured"),
+    (ModelError, 503, "model_unavailable"),
+    (EmptyCorpusError, 503, "no_corpus"),
+    (StoreError, 503, "store_unavailable"),
+    (IndexCorruptError, 503, "index_unavailable"),
+    (IndexWriteError, 503, "index_unavailable"),
+    (InputError, 400, "invalid_request"),
+)
+
+
+class BodyLimit:
+    """Refuse a request body over `limit` bytes (413) before the application sees any of it:
+    by its Content-Length when it sends one, else while it streams in. The body (at most
+    `limit` bytes) is read here and handed on whole."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self._refuse(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body.extend(message.get("body", b""))
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        whole: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
+
+        async def replay() -> Message:
+            return whole.pop() if whole else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = _error(413, "request_too_large", f"the request body is over {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
+    """The application over settings.db; one Service (one loaded index) per process."""
+    service = service or Service(settings)
+    app = FastAPI(
+        title="guiderag",
+        version="1",
+        description="Answers from a clinical guideline, in the guideline's own words (../shared/CONTRACT.md).",
+    )
+    app.state.service = service
+
+    def require_key(request: Request) -> None:
+        if not settings.api_key:
+            return
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_key.encode()):
+            raise _Unauthorized()
+
+    @app.exception_handler(_Unauthorized)
+    def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+        return _error(401, "unauthorized", "send the API key as `Authorization: Bearer <key>`",
+                      headers={"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return _error(400, "invalid_json", "the request body is not valid JSON")
+        parts = []
+        for e in errors[:5]:
+            where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+            parts.append(f"{where}: {e.get('msg', 'invalid')}")
+        return _error(422, "invalid_request", "; ".join(parts))
+
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return _error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
+                      headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(GuideragError)
+    def ours(request: Request, exc: GuideragError) -> JSONResponse:
+        for kind, status, code in ERROR_STATUS:
+            if isinstance(exc, kind):
+                return _error(status, code, str(exc))
+        _log.error("error answering %s: %s", request.url.path, exc)
+        return _error(500, "internal_error", str(exc))
+
+    @app.exception_handler(Exception)
+    def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        _log.exception("unexpected error answering %s", request.url.path)
+        return _error(500, "internal_error", "an unexpected error; the server log has the details")
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        """200 while the process lives."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], responses={503: {"description": "store or index unavailable"}})
+    def readyz() -> JSONResponse:
+        """200 when the store answers and the index of its corpus is loaded, else 503."""
+        ready, why = service.readiness()
+        if not ready:
+            return _error(503, "not_ready", why)
+        return JSONResponse({"status": "ready", "corpus_state": service.loaded_run_id})
+
+    @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)])
+    def ask(body: AskRequest) -> dict[str, Any]:
+        """Answer one question: the answer object of `guiderag ask --json`, audited first."""
+        if len(body.question) > settings.api_max_question_chars:
+            raise _BadField("question", f"at most {settings.api_max_question_chars} characters")
+        return service.ask(body.question, body.mode, body.guideline).to_json()
+
+    @app.exception_handler(_BadField)
+    def bad_field(request: Request, exc: _BadField) -> JSONResponse:
+        return _error(422, "invalid_request", f"{exc.field}: {exc.message}")
+
+    @app.get("/v1/pages", tags=["corpus"], dependencies=[Depends(require_key)])
+    def pages(guideline: str | None = None) -> dict[str, Any]:
+        """The stored content pages (of one guideline), as `guiderag pages --json` lists them."""
+        return {"pages": service.pages(guideline)}
+
+    @app.get("/v1/guidelines", tags=["corpus"], dependencies=[Depends(require_key)])
+    def guidelines() -> dict[str, Any]:
+        """The stored guidelines, as `guiderag guidelines --json` lists them."""
+        return {"guidelines": service.guidelines()}
+
+    asgi: Any = app
+    if settings.api_cors_origins.strip():
+        from starlette.middleware.cors import CORSMiddleware
+
+        origins = [o.strip() for o in settings.api_cors_origins.split(",") if o.strip()]
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
+    app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
+    return asgi
+
+
+class _Unauthorized(Exception):
+    pass
+
+
+class _BadField(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -1,0 +1,271 @@
+"""`guiderag loadbench`: concurrent clients against 1..R `guiderag serve` replicas of one store.
+
+For each store (a SQLite file, and a PostgreSQL database when --pg URL is given) and each
+replica count, the bench starts that many `guiderag serve` processes on loopback over the
+same store, waits until each is ready (its index loaded), then runs k client threads that
+post questions round-robin over the replicas until `requests` answers are in or `seconds`
+have passed. It prints requests per second, p50/p95 latency, errors, and the audit rows
+the store gained (which must equal the requests answered), and compares with the cost of
+one question through the CLI (`guiderag ask`, a new process each time).
+
+Timings are of this machine under whatever else it runs: compare the rows of one run.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import requests
+
+from guiderag.errors import InputError
+from guiderag.settings import Settings
+from guiderag.redact import redact
+from guiderag.store import Store
+from guiderag.store.connection import table_exists
+from guiderag.store.pages import store_exists
+
+QUESTIONS = (
+    "胸腺腫瘍にはどのような治療法がありますか？",
+    "抗がん剤の副作用が心配です",
+    "手術の後、いつから仕事に戻れますか",
+    "治療費が払えるか不安です",
+    "放射線治療の副作用は？",
+    "骨折したときのギプスの巻き方を教えてください",
+)
+START_TIMEOUT_S = 180.0
+
+
+@dataclass
+class BenchRow:
+    store: str  # "sqlite" | "postgresql"
+    replicas: int
+    clients: int
+    requests: int = 0  # answered with 200
+    errors: int = 0
+    seconds: float = 0.0
+    rps: float = 0.0
+    p50_ms: float = 0.0
+    p95_ms: float = 0.0
+    audit_rows: int = 0  # rows the store gained during the run
+    error_samples: list[str] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(db: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
+    env.update(GUIDERAG_DB=db, GUIDERAG_PROGRESS="0", **extra)
+    return env
+
+
+@contextlib.contextmanager
+def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None] = ()) -> Iterator[list[str]]:
+    """`count` serve processes over `db`, each ready (index loaded); yields their URLs.
+    `index_roots[i]`: where replica i keeps its index (GUIDERAG_INDEX_ROOT; default beside
+    the store, or this machine's folder for a PostgreSQL store)."""
+    procs: list[subprocess.Popen[bytes]] = []
+    urls: list[str] = []
+    try:
+        for i in range(count):
+            port = _free_port()
+            log = open(logs / f"serve-{i}.log", "wb")
+            root = index_roots[i] if i < len(index_roots) else None
+            extra = {"GUIDERAG_INDEX_ROOT": str(root)} if root is not None else {}
+            procs.append(subprocess.Popen([sys.executable, "-m", "guiderag", "serve", "--port", str(port)],
+                                          env=_env(db, **extra), stdout=log, stderr=subprocess.STDOUT))
+            log.close()
+            urls.append(f"http://127.0.0.1:{port}")
+        for url, proc in zip(urls, procs):
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:
+                try:
+                    if requests.get(url + "/readyz", timeout=60).status_code == 200:
+                        break
+                except requests.RequestException:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise InputError(f"a replica did not start ({url}); see {logs}")
+                time.sleep(0.2)
+        yield urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def audit_count(db: str) -> int:
+    """Rows in the audit log (0 when no answer was ever written)."""
+    with Store(db, create=False) as store:
+        if not table_exists(store.conn, "audit"):
+            return 0
+        return int(store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+
+
+def startup(db: str, work: Path) -> list[dict]:
+    """Seconds from starting one replica to its /readyz: with an index folder already built
+    (a volume the replicas share), and with an empty one (each replica builds its own)."""
+    shared = work / "shared-index"
+    rows = []
+    for how, root in (("builds its own index at start-up", work / "own-index"), ("shared, prebuilt index", shared)):
+        if how.startswith("shared"):
+            with replicas(db, 1, work, [shared]):  # a first replica builds it
+                pass
+        t0 = time.perf_counter()
+        with replicas(db, 1, work, [root]):
+            ready = time.perf_counter() - t0
+        rows.append({"replica": how, "seconds_to_ready": round(ready, 2)})
+    return rows
+
+
+def run_clients(urls: Sequence[str], clients: int, total: int, seconds: float,
+                questions: Sequence[str] = QUESTIONS) -> tuple[list[float], list[str], float]:
+    """k client threads, round-robin over `urls`, until `total` answers or `seconds` pass:
+    (latencies in ms of the answered requests, error texts, wall seconds)."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    issued = 0
+    deadline = time.monotonic() + seconds
+
+    def client(k: int) -> None:
+        nonlocal issued
+        with requests.Session() as session:
+            while time.monotonic() < deadline:
+                with lock:
+                    if issued >= total:
+                        return
+                    n = issued
+                    issued += 1
+                url = urls[n % len(urls)]
+                t0 = time.perf_counter()
+                try:
+                    reply = session.post(url + "/v1/ask", json={"question": questions[n % len(questions)]},
+                                         timeout=max(1.0, deadline - time.monotonic() + 30))
+                    ok = reply.status_code == 200
+                    why = "" if ok else f"HTTP {reply.status_code}: {reply.text[:200]}"
+                except requests.RequestException as exc:
+                    ok, why = False, f"{type(exc).__name__}: {exc}"
+                ms = (time.perf_counter() - t0) * 1000.0
+                with lock:
+                    (latencies.append(ms) if ok else errors.append(why))
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors, time.monotonic() - started
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def bench_store(kind: str, db: str, replica_counts: Sequence[int], clients: int, total: int,
+                seconds: float, logs: Path) -> list[BenchRow]:
+    rows = []
+    for count in replica_counts:
+        with replicas(db, count, logs) as urls:
+            before = audit_count(db)
+            latencies, errors, wall = run_clients(urls, clients, total, seconds)
+            gained = audit_count(db) - before
+        rows.append(BenchRow(
+            store=kind, replicas=count, clients=clients, requests=len(latencies), errors=len(errors),
+            seconds=round(wall, 2), rps=round(len(latencies) / wall, 1) if wall else 0.0,
+            p50_ms=round(statistics.median(latencies), 1) if latencies else 0.0,
+            p95_ms=round(_percentile(latencies, 0.95), 1), audit_rows=gained, error_samples=errors[:3],
+        ))
+    return rows
+
+
+def cli_cost(db: str, questions: int = 3) -> float:
+    """Seconds for one question through `guiderag ask` (a new process each time), median."""
+    times = []
+    for q in QUESTIONS[:questions]:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "guiderag", "ask", q, "--json"], env=_env(db),
+                       capture_output=True, check=True, timeout=300)
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times), 3)
+
+
+def sample_store(folder: Path, location: str | None = None) -> str:
+    """The bundled sample scraped (with its index) into `location`, by default a new SQLite
+    store in `folder`."""
+    db = location or str(folder / "loadbench.db")
+    subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", db], env=_env(db),
+                   capture_output=True, check=True, timeout=600)
+    return db
+
+
+def run(settings: Settings, *, clients: int, total: int, seconds: float, replica_counts: Sequence[int],
+        pg_url: str | None, sqlite_db: str | None, workdir: Path | None = None) -> dict:
+    """The whole bench; returns the report printed by `guiderag loadbench`."""
+    if clients < 1 or total < 1 or seconds <= 0 or not replica_counts or min(replica_counts) < 1:
+        raise InputError("--clients, --requests and --seconds must be positive, --replicas at least 1")
+    with tempfile.TemporaryDirectory(prefix="guiderag-loadbench-") as tmp:
+        work = Path(workdir or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        db = sqlite_db or sample_store(work)
+        rows = bench_store("sqlite", db, replica_counts, clients, total, seconds, work)
+        notes = [f"sqlite store: {db}"]
+        starts: list[dict] = []
+        if pg_url:
+            if not _has_pages(pg_url):
+                sample_store(work, pg_url)
+            rows += bench_store("postgresql", pg_url, replica_counts, clients, total, seconds, work)
+            notes.append("postgresql store: " + redact(pg_url))
+            starts = startup(pg_url, work)
+        else:
+            notes.append("no --pg URL: PostgreSQL rows left out")
+            starts = startup(db, work)
+        cli = cli_cost(db)
+    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "startup": starts, "notes": notes}
+
+
+def _has_pages(location: str) -> bool:
+    if not store_exists(location):
+        return False
+    with Store(location, create=False) as store:
+        return bool(store.current_pages())
+
+
+def table(report: dict) -> str:
+    cols = ("store", "replicas", "clients", "requests", "errors", "seconds", "rps", "p50_ms", "p95_ms", "audit_rows")
+    lines = ["\t".join(cols)]
+    for row in report["rows"]:
+        lines.append("\t".join(str(row[c]) for c in cols))
+    lines.append(f"# guiderag ask through the CLI (a new process per question): "
+                 f"{report['cli_seconds_per_question']} s per question")
+    for start in report.get("startup", []):
+        lines.append(f"# a replica that {start['replica'] if start['replica'].startswith('builds') else 'reads a ' + start['replica']}: "
+                     f"ready in {start['seconds_to_ready']} s")
+    lines += [f"# {n}" for n in report["notes"]]
+    return "\n".join(lines)
+
+
+def print_report(report: dict, as_json: bool) -> None:
+    print(json.dumps(report, ensure_ascii=False, indent=2) if as_json else table(report))

@@ -1,0 +1,258 @@
+"""`guiderag serve`: a real uvicorn process on loopback, asked through a real HTTP client.
+
+The bundled sample is scraped once into a store; the API must answer exactly as
+`guiderag ask --json` does, audit every answer once, refuse bad requests with a JSON error
+and the right status without changing anything, require the API key when one is set, and
+pick up a new corpus scraped by another process without failing requests in flight.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from apikit import clean_env, serve
+from guiderag.cli import main
+from sitekit import Site, html_page
+
+THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
+OUT_OF_SCOPE = "骨折したときのギプスの巻き方を教えてください"
+
+
+def audit_rows(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone():
+            return 0  # no answer yet: the table is made by the first one
+        return int(conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("api-sample") / "guide.db"
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
+    try:
+        assert main(["scrape", "--sample", "--db", str(db), "--no-progress"]) == 0
+    finally:
+        os.environ.update(saved)
+    return db
+
+
+def copy_store(src: Path, dst_dir: Path) -> Path:
+    dst = dst_dir / "guide.db"
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    shutil.copytree(src.with_name(src.name + ".index"), dst.with_name(dst.name + ".index"))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def api(sample_db: Path, tmp_path_factory) -> tuple[str, Path]:
+    """One server over a copy of the sample store for the read-mostly tests of this module."""
+    db = copy_store(sample_db, tmp_path_factory.mktemp("api"))
+    log = tmp_path_factory.mktemp("api-log") / "serve.log"
+    with serve(db, log) as url:
+        yield url, db
+
+
+def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, monkeypatch) -> None:
+    url, db = api
+    before = audit_rows(db)
+    reply = requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=60)
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
+    got = reply.json()
+    assert audit_rows(db) == before + 1 and got["audit_id"] > 0
+    for key in list(os.environ):
+        if key.startswith(("GUIDERAG_", "OPENAI_")):
+            monkeypatch.delenv(key)
+    assert main(["ask", THYMIC, "--json", "--db", str(db)]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert got["coverage"] == cli["coverage"] == "governed"
+    assert got["answer"] == cli["answer"]
+    assert got["passages"] == cli["passages"]
+    assert set(cli) <= set(got)  # the same answer object, field for field
+    refused = requests.post(url + "/v1/ask", json={"question": OUT_OF_SCOPE, "mode": "extract"}, timeout=60).json()
+    assert refused["coverage"] == "not_governed" and refused["escalation"]
+
+
+@pytest.mark.parametrize("body,status,code", [
+    ({"question": ""}, 422, "invalid_request"),
+    ({"question": 42}, 422, "invalid_request"),
+    ({}, 422, "invalid_request"),
+    ({"question": "治療は？", "mode": "poetry"}, 422, "invalid_request"),
+    ({"question": "治療は？", "extra": 1}, 422, "invalid_request"),
+    ({"question": "あ" * 10_001}, 422, "invalid_request"),
+    ({"question": "\u200b\u200b"}, 400, "invalid_request"),
+])
+def test_bad_requests_get_a_json_error_and_change_nothing(api, body, status, code) -> None:
+    url, db = api
+    before = audit_rows(db)
+    reply = requests.post(url + "/v1/ask", json=body, timeout=30)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert error["code"] == code and error["message"] and "Traceback" not in reply.text
+    if status == 422:
+        assert audit_rows(db) == before  # refused before the chatbot saw it
+    else:
+        assert audit_rows(db) <= before + 1  # the chatbot records the refused question, nothing else
+
+
+def test_malformed_json_oversized_bodies_unknown_routes_and_methods(api) -> None:
+    url, db = api
+    before = audit_rows(db)
+    bad = requests.post(url + "/v1/ask", data=b'{"question": ', headers={"Content-Type": "application/json"}, timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_json"
+    big = requests.post(url + "/v1/ask", data=b"x" * 70_000, headers={"Content-Type": "application/json"}, timeout=30)
+    assert big.status_code == 413 and big.json()["error"]["code"] == "request_too_large"
+
+    def chunks():
+        for _ in range(80):
+            yield b"x" * 1000
+
+    streamed = requests.post(url + "/v1/ask", data=chunks(), headers={"Content-Type": "application/json"}, timeout=30)
+    assert streamed.status_code == 413
+    missing = requests.get(url + "/v1/nothing", timeout=30)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    wrong = requests.get(url + "/v1/ask", timeout=30)
+    assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+    assert audit_rows(db) == before
+
+
+def test_health_readiness_pages_and_the_openapi_description(api) -> None:
+    url, _ = api
+    assert requests.get(url + "/healthz", timeout=30).json() == {"status": "ok"}
+    ready = requests.get(url + "/readyz", timeout=60)
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    pages = requests.get(url + "/v1/pages", timeout=30).json()["pages"]
+    assert len(pages) == 32 and {"url", "title", "version", "fetched_at", "content_hash", "lines"} <= set(pages[0])
+    spec = requests.get(url + "/openapi.json", timeout=30).json()
+    assert "/v1/ask" in spec["paths"] and "post" in spec["paths"]["/v1/ask"]
+    assert "access-control-allow-origin" not in {k.lower() for k in requests.options(
+        url + "/v1/ask", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+        timeout=30).headers}
+
+
+def test_a_mode_that_needs_a_model_without_one_is_503(api) -> None:
+    url, _ = api
+    reply = requests.post(url + "/v1/ask", json={"question": THYMIC, "mode": "lines"}, timeout=30)
+    assert reply.status_code == 503 and reply.json()["error"]["code"] == "model_not_configured"
+
+
+def test_readyz_is_503_without_a_corpus(tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    sqlite3.connect(db).close()
+    with serve(db, tmp_path / "serve.log") as url:
+        assert requests.get(url + "/healthz", timeout=30).status_code == 200
+        ready = requests.get(url + "/readyz", timeout=30)
+        assert ready.status_code == 503 and ready.json()["error"]["code"] == "not_ready"
+        ask = requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=30)
+        assert ask.status_code == 503 and ask.json()["error"]["code"] in ("no_corpus", "store_unavailable")
+
+
+def test_the_api_key_is_required_when_set(sample_db: Path, tmp_path: Path) -> None:
+    db = copy_store(sample_db, tmp_path)
+    with serve(db, tmp_path / "serve.log", GUIDERAG_API_KEY="s3cret-key") as url:
+        before = audit_rows(db)
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret-key"},
+                        {"Authorization": "Bearer s3cret-key-and-more"}):
+            reply = requests.post(url + "/v1/ask", json={"question": THYMIC}, headers=headers, timeout=30)
+            assert reply.status_code == 401 and reply.json()["error"]["code"] == "unauthorized"
+            assert reply.headers["www-authenticate"] == "Bearer"
+        assert requests.get(url + "/v1/pages", timeout=30).status_code == 401
+        assert audit_rows(db) == before
+        assert requests.get(url + "/healthz", timeout=30).status_code == 200
+        ok = requests.post(url + "/v1/ask", json={"question": THYMIC},
+                           headers={"Authorization": "Bearer s3cret-key"}, timeout=60)
+        assert ok.status_code == 200 and ok.json()["coverage"] == "governed"
+
+
+def test_cors_only_for_configured_origins(sample_db: Path, tmp_path: Path) -> None:
+    db = copy_store(sample_db, tmp_path)
+    with serve(db, tmp_path / "serve.log", GUIDERAG_API_CORS_ORIGINS="https://portal.example") as url:
+        pre = {"Origin": "https://portal.example", "Access-Control-Request-Method": "POST"}
+        ok = requests.options(url + "/v1/ask", headers=pre, timeout=30)
+        assert ok.headers.get("access-control-allow-origin") == "https://portal.example"
+        other = requests.options(url + "/v1/ask", headers={**pre, "Origin": "https://evil.example"}, timeout=30)
+        assert other.headers.get("access-control-allow-origin") is None
+
+
+def _guide_site(answer: str) -> Site:
+    site = Site()
+    site.page("/guide/index.html", html_page("目次", '<main><h1>目次</h1><ul><li><a href="q1.html">Q1</a></li>'
+                                                  '<li><a href="q2.html">Q2</a></li></ul></main>'))
+    site.page("/guide/q1.html", html_page("Q1 抗がん剤の副作用", "<main><h1>Q1 抗がん剤の副作用</h1>"
+                                                            f"<p>抗がん剤の副作用には{answer}があります。</p></main>"))
+    site.page("/guide/q2.html", html_page("Q2 手術の入院期間", "<main><h1>Q2 手術の入院期間</h1>"
+                                                          "<p>手術の入院期間は通常一週間ほどです。</p></main>"))
+    return site
+
+
+def test_a_new_corpus_from_another_process_is_picked_up_without_failing_requests(tmp_path: Path) -> None:
+    db = tmp_path / "guide.db"
+    env = clean_env(GUIDERAG_DELAY_S="0")
+    question = "抗がん剤の副作用には何がありますか？"
+    site = _guide_site("吐き気や脱毛")
+    with site.serve() as base:
+        import subprocess
+        import sys
+
+        scrape = [sys.executable, "-m", "guiderag", "scrape", base + "/guide/index.html", "--db", str(db)]
+        assert subprocess.run(scrape, env=env, capture_output=True, timeout=120).returncode == 0
+        with serve(db, tmp_path / "serve.log") as url:
+            first = requests.post(url + "/v1/ask", json={"question": question}, timeout=60).json()
+            assert "吐き気や脱毛" in first["answer"]
+            errors: list[str] = []
+            stop = threading.Event()
+
+            def client() -> None:
+                while not stop.is_set():
+                    reply = requests.post(url + "/v1/ask", json={"question": question}, timeout=60)
+                    if reply.status_code != 200:
+                        errors.append(reply.text)
+
+            threads = [threading.Thread(target=client) for _ in range(3)]
+            for t in threads:
+                t.start()
+            site.page("/guide/q1.html", html_page("Q1 抗がん剤の副作用", "<main><h1>Q1 抗がん剤の副作用</h1>"
+                                                                    "<p>抗がん剤の副作用には口内炎やしびれがあります。</p></main>"))
+            done = subprocess.run(scrape, env=env, capture_output=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            after = requests.post(url + "/v1/ask", json={"question": question}, timeout=60).json()
+            for _ in range(50):  # the first request after the scrape may still be served by the old index
+                if "口内炎" in after["answer"]:
+                    break
+                after = requests.post(url + "/v1/ask", json={"question": question}, timeout=60).json()
+            stop.set()
+            for t in threads:
+                t.join()
+            assert errors == []
+            assert "口内炎やしびれ" in after["answer"] and "吐き気" not in after["answer"]
+            assert after["retrieval"]["corpus_version"] != first["retrieval"]["corpus_version"]
+
+
+def test_concurrent_clients_are_each_answered_and_audited_once(api) -> None:
+    url, db = api
+    before = audit_rows(db)
+    questions = [THYMIC, OUT_OF_SCOPE, "胸腺腫の手術について知りたい", "放射線治療の副作用は？"]
+    results: list[int] = []
+    lock = threading.Lock()
+
+    def client(k: int) -> None:
+        with requests.Session() as session:
+            for i in range(5):
+                reply = session.post(url + "/v1/ask", json={"question": questions[(k + i) % 4]}, timeout=120)
+                with lock:
+                    results.append(reply.status_code)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 40
+    assert audit_rows(db) == before + 40
