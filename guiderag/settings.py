@@ -112,6 +112,14 @@ class Settings:
     specific_rare_zipf: float = 3.5
     specific_common_zipf: float = 5.0
     specific_min_weight: float = 0.1
+    known_rare_zipf: float = 4.5
+    known_common_zipf: float = 6.0
+    known_min_weight: float = 1.0
+    known_bigrams: bool = False
+    affix_stands_in: bool = False
+    compound_cut_differently: bool = False
+    frame_word_weight: float = 1.0
+    qa_page_weight: float = 0.0
     # ours: query-side expansions (retrieval.expansion), each weighed below an exact match:
     # the patient table (data/patient_terms.tsv, or this file) and the Sudachi synonym
     # dictionary (for words the corpus never uses); 0 turns one off.

@@ -68,6 +68,7 @@ from .bm25 import unseen_idf
 from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
+from .passages import is_question_title
 from .query import Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
@@ -101,6 +102,8 @@ class OursRetriever(Retriever):
         self._unseen = unseen_idf(data.n_pages)
         self._unseen_query = self._unseen * settings.unknown_term_weight
         self._builder: QueryBuilder | None = None
+        # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
+        self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -125,6 +128,7 @@ class OursRetriever(Retriever):
             self._builder = QueryBuilder(
                 self.settings, self.analyzer, self.data.term_vocab, self.idf,
                 load_patient_table(self.settings, self.analyzer), load_synonym_dict(self.settings),
+                self.data.bigram_vocab,
             )
         return self._builder
 
@@ -263,7 +267,11 @@ class OursRetriever(Retriever):
         if use_spans:
             passage = self._with_spans(passage, present, span, ws)
         pw = s.page_weight
-        combined = passage if pw == 0 else (1.0 - pw) * passage + pw * page[d.passage_page]
+        if s.qa_page_weight != pw and self._qa_pages.any():
+            w = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight), np.float32(pw))
+            combined = (1.0 - w) * passage + w * page[d.passage_page]
+        else:
+            combined = passage if pw == 0 else (1.0 - pw) * passage + pw * page[d.passage_page]
         if s.score_power != 1.0:
             combined = np.power(combined, s.score_power, dtype=np.float32)
             page = np.power(page, s.score_power, dtype=np.float32)

@@ -29,8 +29,9 @@ from typing import Callable, Sequence
 
 from guiderag.settings import Settings
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
+from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term
 
@@ -75,6 +76,10 @@ class Query:
 
 
 _HONORIFIC = ("お", "ご", "御")
+# Affixes that say when, how or whose, never what: 切除後, 治療中, 年齢的, 3日目, お餅. Not
+# 抗 (抗がん剤), 再, 非, nor suffixes that make another word: 剤, 病, 炎, 率, 症, 法, 線.
+LIGHT_PREFIXES = frozenset({"御"})
+LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達"})
 
 
 def lookup_forms(term: Term) -> list[str]:
@@ -108,10 +113,11 @@ class QueryBuilder:
 
     def __init__(self, settings: Settings, analyzer: Analyzer, vocab: dict[str, int],
                  idf: Callable[[str], float], patient: PatientTable | None,
-                 sudachi: SudachiSynonyms | None) -> None:
+                 sudachi: SudachiSynonyms | None, bigram_vocab: dict[str, int] | None = None) -> None:
         self.settings = settings
         self.analyzer = analyzer
         self.vocab = vocab
+        self.bigram_vocab = bigram_vocab if bigram_vocab is not None else {}
         self.idf = idf
         self.patient = patient
         self.sudachi = sudachi
@@ -152,12 +158,54 @@ class QueryBuilder:
         self._targets[key] = found
         return found
 
+    def stand_in(self, term: Term) -> tuple[str | None, str]:
+        """For a compound or affixed word the corpus never uses: (the corpus term that
+        stands in for it, or None; the surface whose bigrams stand for it).
+
+        Its stem is its surface without leading prefixes and trailing suffixes (切除後 ->
+        切除, 治療中 -> 治療, 年齢的 -> 年齢, お餅 -> 餅, 胃切除のあと -> 胃切除). A stem the corpus
+        uses stands in for the word: an affix does not change what a question is about.
+        A compound stem whose words the corpus all uses and whose every character bigram
+        the corpus has is the guideline's own wording cut differently (胃切除 inside
+        幽門側胃切除術): its words, slots of their own, carry it (None, the stem). A compound
+        the guideline never writes (食道がん, 重粒子線治療: 道が and 重粒 occur nowhere) is
+        a topic of its own and stays unknown (None, "")."""
+        s = self.settings
+        if term.kind not in (COMPOUND, AFFIXED):
+            return None, ""
+        tokens = tokenize(term.surface)
+        lo, hi = 0, len(tokens)
+        while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
+            lo += 1
+        while hi > lo and tokens[hi - 1].form in LIGHT_SUFFIXES:
+            hi -= 1
+        if hi <= lo:
+            return None, ""
+        stem = "".join(t.surface for t in tokens[lo:hi])
+        terms = self.analyzer.terms(stem) if stem != term.surface else self.analyzer.terms(stem)
+        if s.affix_stands_in and (lo > 0 or hi < len(tokens)) and terms and terms[0].text in self.vocab:
+            return terms[0].text, stem
+        if (s.compound_cut_differently and terms and terms[0].kind == COMPOUND
+                and all(x.text in self.vocab for x in terms[1:] if x.kind != COMPOUND)
+                and all(g in self.bigram_vocab for g in char_bigrams([stem]))):
+            return None, stem
+        return None, ""
+
     def specificity(self, term: Term) -> float:
         s = self.settings
         if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
             return 1.0
         return weight_of_zipf(zipf(*lookup_forms(term)), s.specific_rare_zipf, s.specific_common_zipf,
                               s.specific_min_weight)
+
+    def known_specificity(self, term: Term) -> float:
+        """The weight of a word the corpus uses, by its general specificity on the gentler
+        known_* scale: 自分, 次, 違い frame a question more often than they name its topic."""
+        s = self.settings
+        if term.kind not in _GENERAL_KINDS or s.known_min_weight >= 1.0:
+            return 1.0
+        return weight_of_zipf(zipf(*lookup_forms(term)), s.known_rare_zipf, s.known_common_zipf,
+                              s.known_min_weight)
 
     # -- building -----------------------------------------------------------------
     def build(self, texts: Sequence[str], *, known_only: bool = False,
@@ -178,18 +226,25 @@ class QueryBuilder:
         tokens = self.analyzer.query_tokens(text)
         analysis = self.analyzer.analysis_of_query_tokens(tokens)
         local: dict[str, Slot] = {}
+        stems: dict[str, str] = {}  # surface of a word a stem stands in for -> the stem
         for term in analysis.terms:
             name = term.text
             alternatives: dict[str, float] = {}
             if name in vocab:
                 alternatives[name] = 1.0
-                w = s.verb_weight if term.kind == VERB else 1.0
-                spec = 1.0
+                spec = self.known_specificity(term)
+                w = (s.verb_weight if term.kind == VERB else 1.0) * spec
             else:
                 known = self.completion(name) if term.kind in (COMPOUND, AFFIXED) else None
                 if known is not None:
                     # the corpus term it begins stands in for it, as a known noun
                     self._merge(local, Slot(known, 1.0, {known: 1.0}, term.surface, term.kind))
+                    continue
+                stand, stem = self.stand_in(term)
+                if stand is not None:
+                    self._merge(local, Slot(stand, 1.0, {stand: 1.0}, stem, NOUN))
+                if stem:
+                    stems[term.surface] = stem
                     continue
                 if term.kind == VERB:
                     w = s.verb_weight * s.unknown_verb_weight
@@ -202,6 +257,8 @@ class QueryBuilder:
                 else:
                     w = 1.0
                 spec = self.specificity(term)
+            if name in ANSWER_FRAMES:
+                w *= s.frame_word_weight
             self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
         self._expand(tokens, analysis.terms, local, expansions)
         for slot in local.values():
@@ -211,8 +268,11 @@ class QueryBuilder:
                 continue
             self._merge(slots, slot)
         for span in analysis.spans:
+            span = stems.get(span, span)
             found = next((x for x in local.values() if x.surface == span or x.term == span), None)
             weight = 1.0
+            if found is not None and found.term in vocab and s.known_bigrams:
+                weight = found.specificity
             if found is not None and found.term not in vocab:
                 alts = found.alternatives
                 if alts:
