@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Iterable
 
 WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH, CAN_I, WHAT_TO_DO = "when", "how long", "how often", "how much", "can I", "what to do"
 
@@ -50,3 +51,17 @@ def gives(line: str, kinds: frozenset[str]) -> bool:
         return False
     text = unicodedata.normalize("NFKC", line or "")
     return any(_GIVES[k].search(text) for k in kinds)
+
+
+# The kinds whose answer is a figure (a time, a duration, an interval, an amount).
+FIGURE_KINDS = frozenset({WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH})
+
+
+def missing_figure(question: str, lines: Iterable[str]) -> frozenset[str]:
+    """The figure kinds the question asks for when none of the lines gives any of them
+    (else the empty set): a guideline that names the topic but gives no figure for it
+    does not answer 「禁煙外来の費用はいくら」."""
+    kinds = asked_kinds(question) & FIGURE_KINDS
+    if not kinds:
+        return frozenset()
+    return frozenset() if any(gives(line, kinds) for line in lines) else kinds

@@ -25,6 +25,7 @@ from guiderag.store import Store
 
 from . import generate as gen
 from .answer import GOVERNED, NOT_GOVERNED, Answer
+from .answer_type import missing_figure
 from .audit import AuditLog
 from .extract import extract, line_coverage
 from .lines import LINES_SYSTEM_PROMPT, lines_user_message, number_reference, parse_line_numbers, picks_for
@@ -134,15 +135,34 @@ class Chatbot:
         state["keywords"] = list(result.keywords)
         if not result.governed:
             return self._refusal(question, mode, result, self._retrieval_json(result))
-        coverage = self._evidence(question, result)
-        rjson = self._retrieval_json(result, coverage)
-        if coverage is not None and coverage < self.settings.min_line_coverage:
+        covered, rjson = self._gate(question, result)
+        if not covered:
             return self._refusal(question, mode, result, rjson)
         if mode == EXTRACT:
             return self._extract(question, result, rjson)
         if mode == LINES:
             return self._lines(question, result, rjson)
         return self._generate(question, result, rjson)
+
+    def _gate(self, question: str, result: RetrievalResult) -> tuple[bool, dict[str, Any]]:
+        """The evidence gate on a result that cleared the threshold: (covered, retrieval JSON).
+
+        Not covered when the best reference line (with its title) holds less than
+        settings.min_line_coverage of the question, or when the question asks for a figure
+        (when, how long, how often, how much: chatbot.answer_type) and no reference line
+        gives one (settings.require_asked_figure): the guideline names the topic, not what
+        is asked about it (禁煙外来の費用, 再発までの期間). The JSON records both measures."""
+        coverage = self._evidence(question, result)
+        rjson = self._retrieval_json(result, coverage)
+        if coverage is not None and coverage < self.settings.min_line_coverage:
+            return False, rjson
+        if self.settings.require_asked_figure and result.pipeline != PROTOCOL:
+            pages = {(p.page.url, p.page.version): p.page for p in result.passages}
+            missing = missing_figure(question, [line for page in pages.values() for line in page.lines])
+            if missing:
+                rjson["asked_figure_missing"] = sorted(missing)
+                return False, rjson
+        return True, rjson
 
     def _evidence(self, question: str, result: RetrievalResult) -> float | None:
         """The evidence gate's measure (settings.min_line_coverage): how much of the question
@@ -275,9 +295,8 @@ class Chatbot:
             state["keywords"] = list(result.keywords)
         if not result.governed:
             return self._refusal(question, EXTRACT, result, error=note)
-        coverage = self._evidence(question, result)
-        rjson = self._retrieval_json(result, coverage)
-        if coverage is not None and coverage < self.settings.min_line_coverage:
+        covered, rjson = self._gate(question, result)
+        if not covered:
             return self._refusal(question, EXTRACT, result, rjson, error=note)
         return self._extract(question, result, rjson, error=note)
 

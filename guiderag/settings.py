@@ -120,6 +120,9 @@ class Settings:
     compound_cut_differently: bool = False
     frame_word_weight: float = 1.0
     qa_page_weight: float = 0.0
+    adverbial_weight: float = 1.0
+    adverbial_unknown_only: bool = False
+    qa_whole_page: bool = False
     # ours: query-side expansions (retrieval.expansion), each weighed below an exact match:
     # the patient table (data/patient_terms.tsv, or this file) and the Sudachi synonym
     # dictionary (for words the corpus never uses); 0 turns one off.
@@ -150,6 +153,7 @@ class Settings:
     # questions, 0.5 0.925 with gold in the answer 0.947; the patient set's in-scope answers
     # hardly move between them (the threshold, not the gate, refuses most of those).
     min_line_coverage: float = 0.5
+    require_asked_figure: bool = False
     # Shown with the answer when a question over max_question_chars was cut ({limit}, {chars}).
     question_capped_message: str = (
         "ご質問が長いため、最初の{limit}文字までを使って回答しています（元の長さ {chars} 文字）。"

@@ -323,6 +323,11 @@ class OursRetriever(Retriever):
             # only the best few can fill the reference: no need to sort them all
             above = above[np.argpartition(-scores[above], MAX_PASSAGES_CONSIDERED)[:MAX_PASSAGES_CONSIDERED]]
         order = above[np.argsort(-scores[above], kind="stable")]
+        if len(order) and self.settings.qa_whole_page and self._qa_pages[self.data.passage_page[order[0]]]:
+            # the best page answers one question as a whole: its other passages follow
+            rest = np.flatnonzero(self.data.passage_page == self.data.passage_page[order[0]])
+            rest = rest[~np.isin(rest, order)]
+            order = np.concatenate([order, rest[np.argsort(-scores[rest], kind="stable")]])
         passages = self._reference(order, scores)
         notes: list[str] = []
         if not candidates:

@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 
 from guiderag.settings import Settings
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
+from .analyzer import ADVERBIAL, AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
@@ -41,7 +41,7 @@ SUDACHI_SPAN = 3
 # single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
 _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
 # kinds whose unknown terms are weighed by their specificity in general Japanese
-_GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND})
+_GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND, ADVERBIAL})
 
 
 @dataclass
@@ -259,6 +259,8 @@ class QueryBuilder:
                 spec = self.specificity(term)
             if name in ANSWER_FRAMES:
                 w *= s.frame_word_weight
+            elif term.kind == ADVERBIAL and (name not in vocab or not s.adverbial_unknown_only):
+                w *= s.adverbial_weight
             self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
         self._expand(tokens, analysis.terms, local, expansions)
         for slot in local.values():
