@@ -33,7 +33,7 @@ _GIVES: dict[str, re.Pattern[str]] = {
     WHEN: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|以内|以降|直後|翌日|当日|前日|始まる|から再開|目安"),
     HOW_LONG: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|程度|前後|目安|以内|くらい|ほど"),
     HOW_OFTEN: re.compile(rf"{_NUM}\s*(?:回|度)|ごと|おき|毎|定期的|間隔"),
-    HOW_MUCH: re.compile(rf"{_NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外"),
+    HOW_MUCH: re.compile(rf"{_NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外|無料|無償|かかりません"),
     CAN_I: re.compile(r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫"),
     WHAT_TO_DO: re.compile(r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談"),
 }

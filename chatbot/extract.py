@@ -22,7 +22,7 @@ from guiderag.retrieval.result import Passage
 from guiderag.store import PageVersion
 
 from .answer import ShownPassage
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, is_table_row, title_line
 
 from .answer_type import asked_kinds, gives
 from .shown import Pick, context_line, render
@@ -92,11 +92,6 @@ def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
                 best = max(best, lam * context_weight)
         found += mass * best
     return found / total
-
-
-def is_table_row(line: str) -> bool:
-    """A row of a table as the scraper stores it (cells joined by " | ")."""
-    return " | " in line
 
 
 def table_header(page: PageVersion, number: int) -> int | None:

@@ -332,7 +332,7 @@ def analyze_tokens(
             terms.append(Term(tok.form, tok.surface, ASCII))
             spans.append(tok.form)
         elif kind == ADVERBIAL:
-            terms.append(Term(tok.form, tok.surface, ADVERBIAL))
+            terms.append(Term(tok.form, tok.surface, NOUN))
             spans.append(tok.surface)
         elif kind == VERB and verbs:
             terms.append(Term(tok.form, tok.surface, VERB))

@@ -99,9 +99,9 @@ def body_skip(title: str, lines: Sequence[str], heading_max_chars: int) -> int:
     return 0 if skip and is_heading(lines[skip - 1], heading_max_chars) else skip
 
 
-# A title that asks (Q14 手術後の生活で気をつけることは？ / 治療方針はどのように決まりますか):
-# the page is the guideline's answer to that one question.
-_QUESTION_TITLE = re.compile(r"(?:[?？]|か)[。.\s]*$")
+# A title that asks (治療方針はどのように決まりますか？ / 副作用について教えてください) or is
+# numbered as a question (Q14, Q.3, 問5): the page is the guideline's answer to that one question.
+_QUESTION_TITLE = re.compile(r"(?:[?？]|か|ください|たい|とは)[。.\s]*$|^\s*(?:Q\.?\s*\d+|問\s*\d+)")
 
 
 def is_question_title(title: str) -> bool:

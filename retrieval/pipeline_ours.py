@@ -128,7 +128,6 @@ class OursRetriever(Retriever):
             self._builder = QueryBuilder(
                 self.settings, self.analyzer, self.data.term_vocab, self.idf,
                 load_patient_table(self.settings, self.analyzer), load_synonym_dict(self.settings),
-                self.data.bigram_vocab,
             )
         return self._builder
 
@@ -264,28 +263,38 @@ class OursRetriever(Retriever):
             if use_spans and channel.window_present is not None and channel.span_present is not None:
                 present += share * channel.window_present
                 span += share * channel.span_present
-        if use_spans:
-            passage = self._with_spans(passage, present, span, ws)
+        factor = self._span_factor(present, span, ws) if use_spans else None
+        if factor is not None:
+            passage = passage * factor
         pw = s.page_weight
         if s.qa_page_weight != pw and self._qa_pages.any():
-            w = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight), np.float32(pw))
-            combined = (1.0 - w) * passage + w * page[d.passage_page]
+            w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
+                                             np.float32(pw))
         else:
-            combined = passage if pw == 0 else (1.0 - pw) * passage + pw * page[d.passage_page]
+            w = pw
+        if np.any(w):
+            # the page's share, times the passage's proximity factor: the terms a Q&A page
+            # holds count less when this passage's lines do not say them together
+            of_page = page[d.passage_page] * factor if factor is not None else page[d.passage_page]
+            combined = (1.0 - w) * passage + w * of_page
+        else:
+            combined = passage
         if s.score_power != 1.0:
             combined = np.power(combined, s.score_power, dtype=np.float32)
             page = np.power(page, s.score_power, dtype=np.float32)
         return combined, page, unknown
 
-    def _with_spans(self, window: np.ndarray, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
-        """window * (1 - ws + ws * r), r = min(1, best span's presence share / the window's);
-        a passage without spans (a page of headings only) or without matches keeps its score."""
+    def _span_factor(self, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
+        """Each passage's proximity factor 1 - ws + ws * r, r = min(1, best span's presence
+        share / the window's); 1 for a passage without spans (a page of headings only) or
+        without matches."""
         d = self.data
         first, end = d.passage_span_first, d.passage_span_end
+        out = np.ones(d.n_passages, dtype=np.float32)
         # only passages that matched something and have spans can change
         ok = np.flatnonzero((present > 0) & (end > first))
         if not len(ok):
-            return window
+            return out
         # maximum.reduceat over [first, end) of those passages at once: the even entries of
         # the interleaved index list are the wanted slices (a sentinel closes the last one)
         vals = np.append(span, np.float32(0.0))
@@ -293,9 +302,8 @@ class OursRetriever(Retriever):
         idx[0::2] = first[ok]
         idx[1::2] = end[ok]
         best = np.maximum.reduceat(vals, idx)[0::2]
-        out = window.astype(np.float32, copy=True)
         ratio = np.minimum(1.0, best / present[ok])
-        out[ok] = window[ok] * (1.0 - ws + ws * ratio)
+        out[ok] = 1.0 - ws + ws * ratio
         return out
 
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
@@ -317,21 +325,17 @@ class OursRetriever(Retriever):
             )
         threshold = self.settings.threshold
         top = float(scores.max()) if len(scores) else 0.0
-        above = np.nonzero(scores >= threshold)[0] if len(scores) else np.empty(0, int)
+        above = np.nonzero(scores >= self._thresholds())[0] if len(scores) else np.empty(0, int)
         candidates, total = self._candidates(above, scores)
         if len(above) > MAX_PASSAGES_CONSIDERED:
             # only the best few can fill the reference: no need to sort them all
             above = above[np.argpartition(-scores[above], MAX_PASSAGES_CONSIDERED)[:MAX_PASSAGES_CONSIDERED]]
         order = above[np.argsort(-scores[above], kind="stable")]
-        if len(order) and self.settings.qa_whole_page and self._qa_pages[self.data.passage_page[order[0]]]:
-            # the best page answers one question as a whole: its other passages follow
-            rest = np.flatnonzero(self.data.passage_page == self.data.passage_page[order[0]])
-            rest = rest[~np.isin(rest, order)]
-            order = np.concatenate([order, rest[np.argsort(-scores[rest], kind="stable")]])
         passages = self._reference(order, scores)
         notes: list[str] = []
         if not candidates:
-            notes.append(f"no passage scored at least the threshold {threshold} (best {top:.3f})")
+            qa = f" ({self.qa_threshold:g} on a Q&A page)" if self._qa_pages.any() and self.qa_threshold != threshold else ""
+            notes.append(f"no passage scored at least the threshold {threshold}{qa} (best {top:.3f})")
         if unknown:
             notes.append("terms found nowhere in the corpus: " + ", ".join(unknown))
         ignored = self._ignored_keywords(keywords, extended)
@@ -354,6 +358,19 @@ class OursRetriever(Retriever):
             candidates_total=total,
             expansions=[e.to_json() for e in fired],
         )
+
+    @property
+    def qa_threshold(self) -> float:
+        """The threshold of a Q&A page's passages: settings.threshold ** qa_threshold_exponent."""
+        return float(self.settings.threshold ** self.settings.qa_threshold_exponent)
+
+    def _thresholds(self) -> np.ndarray | float:
+        """The threshold of every passage: settings.threshold, lower on Q&A pages (a page
+        whose title asks one question answers it as a whole; the module docstring)."""
+        if not self._qa_pages.any() or self.qa_threshold == self.settings.threshold:
+            return self.settings.threshold
+        return np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
+                        np.float32(self.settings.threshold))
 
     def _ignored_keywords(self, keywords: Sequence[str], extended: Query | None) -> list[str]:
         """The keywords none of whose terms the corpus has (a model's junk: INST, <<SYS>>)."""

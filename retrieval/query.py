@@ -6,7 +6,11 @@ Each distinct term of the question is a slot. A slot has
   affixed word the corpus never uses whose words it does use settings.unknown_compound_weight;
   and, for a word the corpus never uses, its specificity in general Japanese
   (retrieval.specificity: 髪, 戻る, お金 weigh little; 白血病, 漢方 fully). Proper nouns,
-  alphanumeric terms and the guideline's own synonyms keep their weight;
+  alphanumeric terms and the guideline's own synonyms keep their weight. A word naming
+  the kind of answer asked for (retrieval.framing.ANSWER_FRAMES: 違い, 方法, 時期) weighs
+  settings.frame_word_weight more;
+- a word the corpus never uses that is a word it does use with a light affix (切除後,
+  治療中, 年齢的, お餅: LIGHT_PREFIXES, LIGHT_SUFFIXES) is that word: the slot of 切除;
 - alternatives: the corpus terms that count as finding it, each with a weight lambda <= 1:
   the term itself (1) when the corpus has it, a corpus term it begins (1; MeCab cut the
   question's compound short: 高額療養 -> 高額療養費制度), and the expansions
@@ -29,7 +33,7 @@ from typing import Callable, Sequence
 
 from guiderag.settings import Settings
 
-from .analyzer import ADVERBIAL, AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
@@ -41,7 +45,7 @@ SUDACHI_SPAN = 3
 # single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
 _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
 # kinds whose unknown terms are weighed by their specificity in general Japanese
-_GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND, ADVERBIAL})
+_GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND})
 
 
 @dataclass
@@ -76,8 +80,10 @@ class Query:
 
 
 _HONORIFIC = ("お", "ご", "御")
-# Affixes that say when, how or whose, never what: 切除後, 治療中, 年齢的, 3日目, お餅. Not
-# 抗 (抗がん剤), 再, 非, nor suffixes that make another word: 剤, 病, 炎, 率, 症, 法, 線.
+# Affixes that say when, how or whose, never what a word is about (切除後, 治療中, 年齢的,
+# 3日目, お餅), as the analyzer's forms (御 for お and ご; 後 also for 手術のあと, see
+# retrieval.framing.join_after). Not 抗, 再, 非 (抗がん剤), nor the suffixes that make
+# another word of it: 剤, 病, 炎, 率, 症, 法, 線 (糖尿病 is no 糖尿).
 LIGHT_PREFIXES = frozenset({"御"})
 LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達"})
 
@@ -113,11 +119,10 @@ class QueryBuilder:
 
     def __init__(self, settings: Settings, analyzer: Analyzer, vocab: dict[str, int],
                  idf: Callable[[str], float], patient: PatientTable | None,
-                 sudachi: SudachiSynonyms | None, bigram_vocab: dict[str, int] | None = None) -> None:
+                 sudachi: SudachiSynonyms | None) -> None:
         self.settings = settings
         self.analyzer = analyzer
         self.vocab = vocab
-        self.bigram_vocab = bigram_vocab if bigram_vocab is not None else {}
         self.idf = idf
         self.patient = patient
         self.sudachi = sudachi
@@ -158,38 +163,26 @@ class QueryBuilder:
         self._targets[key] = found
         return found
 
-    def stand_in(self, term: Term) -> tuple[str | None, str]:
-        """For a compound or affixed word the corpus never uses: (the corpus term that
-        stands in for it, or None; the surface whose bigrams stand for it).
-
-        Its stem is its surface without leading prefixes and trailing suffixes (切除後 ->
-        切除, 治療中 -> 治療, 年齢的 -> 年齢, お餅 -> 餅, 胃切除のあと -> 胃切除). A stem the corpus
-        uses stands in for the word: an affix does not change what a question is about.
-        A compound stem whose words the corpus all uses and whose every character bigram
-        the corpus has is the guideline's own wording cut differently (胃切除 inside
-        幽門側胃切除術): its words, slots of their own, carry it (None, the stem). A compound
-        the guideline never writes (食道がん, 重粒子線治療: 道が and 重粒 occur nowhere) is
-        a topic of its own and stays unknown (None, "")."""
-        s = self.settings
+    def stem(self, term: Term) -> tuple[str, str] | None:
+        """(corpus term, surface) of the word a compound or affixed word the corpus never
+        uses is, once its light affixes are taken off (切除後 -> 切除, 抗がん剤治療中 ->
+        薬物療法 with the maintainer's synonyms, お餅 -> 餅); None when it has no light affix
+        or the rest is no word the corpus uses (御正月 -> 正月, never used: the slot stays)."""
         if term.kind not in (COMPOUND, AFFIXED):
-            return None, ""
+            return None
         tokens = tokenize(term.surface)
         lo, hi = 0, len(tokens)
         while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
             lo += 1
         while hi > lo and tokens[hi - 1].form in LIGHT_SUFFIXES:
             hi -= 1
-        if hi <= lo:
-            return None, ""
-        stem = "".join(t.surface for t in tokens[lo:hi])
-        terms = self.analyzer.terms(stem) if stem != term.surface else self.analyzer.terms(stem)
-        if s.affix_stands_in and (lo > 0 or hi < len(tokens)) and terms and terms[0].text in self.vocab:
-            return terms[0].text, stem
-        if (s.compound_cut_differently and terms and terms[0].kind == COMPOUND
-                and all(x.text in self.vocab for x in terms[1:] if x.kind != COMPOUND)
-                and all(g in self.bigram_vocab for g in char_bigrams([stem]))):
-            return None, stem
-        return None, ""
+        if hi <= lo or (lo == 0 and hi == len(tokens)):
+            return None
+        surface = "".join(t.surface for t in tokens[lo:hi])
+        terms = self.analyzer.terms(surface)
+        if not terms or terms[0].text not in self.vocab:
+            return None
+        return terms[0].text, surface
 
     def specificity(self, term: Term) -> float:
         s = self.settings
@@ -197,15 +190,6 @@ class QueryBuilder:
             return 1.0
         return weight_of_zipf(zipf(*lookup_forms(term)), s.specific_rare_zipf, s.specific_common_zipf,
                               s.specific_min_weight)
-
-    def known_specificity(self, term: Term) -> float:
-        """The weight of a word the corpus uses, by its general specificity on the gentler
-        known_* scale: 自分, 次, 違い frame a question more often than they name its topic."""
-        s = self.settings
-        if term.kind not in _GENERAL_KINDS or s.known_min_weight >= 1.0:
-            return 1.0
-        return weight_of_zipf(zipf(*lookup_forms(term)), s.known_rare_zipf, s.known_common_zipf,
-                              s.known_min_weight)
 
     # -- building -----------------------------------------------------------------
     def build(self, texts: Sequence[str], *, known_only: bool = False,
@@ -226,25 +210,25 @@ class QueryBuilder:
         tokens = self.analyzer.query_tokens(text)
         analysis = self.analyzer.analysis_of_query_tokens(tokens)
         local: dict[str, Slot] = {}
-        stems: dict[str, str] = {}  # surface of a word a stem stands in for -> the stem
+        stems: dict[str, str] = {}  # surface of a word its stem stands in for -> the stem's surface
         for term in analysis.terms:
             name = term.text
             alternatives: dict[str, float] = {}
             if name in vocab:
                 alternatives[name] = 1.0
-                spec = self.known_specificity(term)
-                w = (s.verb_weight if term.kind == VERB else 1.0) * spec
+                w = s.verb_weight if term.kind == VERB else 1.0
+                spec = 1.0
             else:
                 known = self.completion(name) if term.kind in (COMPOUND, AFFIXED) else None
                 if known is not None:
                     # the corpus term it begins stands in for it, as a known noun
                     self._merge(local, Slot(known, 1.0, {known: 1.0}, term.surface, term.kind))
                     continue
-                stand, stem = self.stand_in(term)
-                if stand is not None:
-                    self._merge(local, Slot(stand, 1.0, {stand: 1.0}, stem, NOUN))
-                if stem:
-                    stems[term.surface] = stem
+                stem = self.stem(term)
+                if stem is not None:
+                    # the word with a light affix is its word: 切除後 is found where 切除 is
+                    self._merge(local, Slot(stem[0], 1.0, {stem[0]: 1.0}, stem[1], NOUN))
+                    stems[term.surface] = stem[1]
                     continue
                 if term.kind == VERB:
                     w = s.verb_weight * s.unknown_verb_weight
@@ -259,8 +243,6 @@ class QueryBuilder:
                 spec = self.specificity(term)
             if name in ANSWER_FRAMES:
                 w *= s.frame_word_weight
-            elif term.kind == ADVERBIAL and (name not in vocab or not s.adverbial_unknown_only):
-                w *= s.adverbial_weight
             self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
         self._expand(tokens, analysis.terms, local, expansions)
         for slot in local.values():
@@ -273,8 +255,6 @@ class QueryBuilder:
             span = stems.get(span, span)
             found = next((x for x in local.values() if x.surface == span or x.term == span), None)
             weight = 1.0
-            if found is not None and found.term in vocab and s.known_bigrams:
-                weight = found.specificity
             if found is not None and found.term not in vocab:
                 alts = found.alternatives
                 if alts:

@@ -12,7 +12,7 @@ NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "su
 COMPOUND = "C"  # a term joined from several words (胸腺腫瘍, 遺伝子変異)
 AFFIXED = "Naf"  # one noun with its prefixes or suffixes (副作用, 治療中, 年齢的)
 ADVERBIAL = "Nadv"  # an adverb-like noun (あと, 毎日, 今): a term of its own, never glued
-NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND, AFFIXED, ADVERBIAL})
+NOUN_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND, AFFIXED})
 
 # Question words and empty nouns: they break compounds and are never terms (何年 must not
 # become an unseen compound that makes every question look out of scope).
