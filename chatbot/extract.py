@@ -3,7 +3,10 @@
 Every line of every reference passage is scored by the question's terms it contains
 (the retriever's analyzer, NFKC), each weighted by the retriever's corpus IDF (else an
 IDF over the reference's own lines), plus a character-bigram bonus for wording MeCab
-splits differently and a share of its passage's retrieval score. Lines are then taken in
+splits differently and a share of its passage's retrieval score. With the retriever's
+query slots a line is read with its context: a term found only in its heading or, for a
+table row, in the table's header row counts at CONTEXT_WEIGHT (起こる時期 | 食後30分以内
+answers a question about 後期ダンピング症候群 named only in the header). Lines are then taken in
 this order, each with its page's title line and the heading or introducing sentence it
 needs, until about settings.answer_chars characters, never cutting a line:
 the best lines of the top passage that has any; every line sharing a question term, by

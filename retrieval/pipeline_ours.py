@@ -4,7 +4,9 @@ A question is a list of slots (retrieval.query): one per distinct term, each wit
 weight q(s) (nouns 1, verb/adjective lemmas settings.verb_weight, a compound never seen
 settings.unknown_compound_weight, a verb never seen settings.unknown_verb_weight more;
 for a word the corpus never uses, times its specificity in general Japanese,
-retrieval.specificity) and alternatives A(s): the corpus terms that count as finding it,
+retrieval.specificity; a word naming the kind of answer asked for, 違い or 方法, times
+settings.frame_word_weight; a word with a light affix the corpus never uses, 切除後, is the
+slot of its word, 切除) and alternatives A(s): the corpus terms that count as finding it,
 each with a weight lambda(a) <= 1 (the term itself 1; a corpus term a compound cut short by
 MeCab begins 1, 高額療養 -> 高額療養費制度; the expansions of retrieval.expansion below 1: the
 patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩). A slot's idf I(s) is its
@@ -34,21 +36,31 @@ for the window and for each of its line spans (the title, the heading and one li
 retrieval.passages.line_spans). The best span gives the share of the window's matched
 terms that also meet on one line, r = min(1, max over its spans p(span) / p(window)), and
 
-    score(x) = (c(x) * (1 - span_weight + span_weight * r)) ** score_power,
+    f(x) = 1 - span_weight + span_weight * r
 
-(a window without spans or without a match keeps c(x)) so the question's terms said together on one line count fully and the same terms
-scattered over unrelated lines of a window count less (a surgery page whose 入院期間 and
-放射線治療 sit five lines apart is no answer to how long radiotherapy takes). r <= 1: a
-span never raises a passage, so the threshold keeps its meaning. The result is
-(optionally mixed with the page's own score, settings.page_weight, 0 by default) in
-[0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about 45% of the
-question's (saturated) idf mass is found, which measured as a good cut on JSQuAD.
+(1 for a window without spans or without a match), so the question's terms said together
+on one line count fully and the same terms scattered over unrelated lines of a window
+count less (a surgery page whose 入院期間 and 放射線治療 sit five lines apart is no answer
+to how long radiotherapy takes). r <= 1: a span never raises a passage, so the threshold
+keeps its meaning. The page P of x gives C(P), the mixed channel share c of the whole page
+(its title and every line, BM25-saturated over page lengths), and
+
+    score(x) = ((1 - w(P)) * c(x) * f(x) + w(P) * C(P) * f(x)) ** score_power,
+
+w(P) = settings.qa_page_weight when P is a Q&A page (its title asks one question or is
+numbered Q12, retrieval.passages.is_question_title: the page answers that question as a
+whole, a lay question's words often lie over its sections), else settings.page_weight
+(0 by default: a long article covers an out-of-scope question's words too easily). The
+score lies in [0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about
+45% of the question's (saturated) idf mass is found, which measured as a good cut on
+JSQuAD. A passage of a Q&A page clears threshold ** settings.qa_threshold_exponent
+(0.16 for 0.2; measured on the patient-worded sets), any other passage the threshold.
 
 Keywords (a model's terms) may only add evidence: the question is scored alone and with
 the keywords' slots that the corpus knows added, and each passage keeps the better score
 (a keyword found nowhere is left out and listed in the notes).
 
-The reference takes the best passages above the threshold, best first, as whole lines
+The reference takes the best passages above their threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
 settings.reference_chars characters.
 """
