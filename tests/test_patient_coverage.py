@@ -39,6 +39,7 @@ DRIP = (
     "点滴の治療",
     "点滴は外来の治療室で受けることが多く、1回に数時間かかります。",
     "点滴の針を刺した場所が痛む、はれるときは、すぐに看護師に伝えてください。",
+    "薬によっては脱毛が起こりますが、治療が終われば多くの場合また生えてきます。",
 )
 SMOKING = (
     "Q5 たばこはやめたほうがよいですか？",
@@ -160,6 +161,25 @@ def test_a_word_with_a_light_affix_is_its_word(settings, monkeypatch) -> None:
 def test_a_disease_suffix_is_no_light_affix(settings, question) -> None:
     """病 makes another word (糖尿病 is no 糖尿): the disease stays a topic the guideline lacks."""
     assert _ask(settings, question).coverage == "not_governed"
+
+
+# --- the patient table read as written and as the maintainer's synonyms join it -----------------
+def test_a_patient_expression_that_is_also_a_synonym_matches_its_other_wordings(settings, monkeypatch) -> None:
+    """髪が抜ける is also a synonym of 脱毛 in data/synonyms.tsv: a question saying exactly that
+    is joined into 脱毛, one saying 髪は抜けますか is not, and must still reach 脱毛."""
+    from guiderag.retrieval import expansion
+
+    question = "点滴の薬で髪は抜けますか"
+    hair = retrieval.load_retriever(settings).query(question)[0].slot("髪")
+    assert hair is not None and hair.alternatives.get("脱毛") == settings.patient_table_weight
+    answer = _ask(settings, question)
+    assert answer.coverage == "governed" and "脱毛" in answer.answer
+    # switched off: the table read only as the synonyms join it (as round 1 read it)
+    real = expansion.readings
+    monkeypatch.setattr(expansion, "readings", lambda analyzer: real(analyzer)[1:])
+    monkeypatch.setattr(expansion, "_PATIENT", {})
+    off = retrieval.load_retriever(settings).query(question)[0].slot("髪")
+    assert off is not None and "脱毛" not in off.alternatives
 
 
 # --- the figure a question asks for ---------------------------------------------------------------
