@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Iterable
 
 WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH, CAN_I, WHAT_TO_DO = "when", "how long", "how often", "how much", "can I", "what to do"
 
@@ -32,7 +33,7 @@ _GIVES: dict[str, re.Pattern[str]] = {
     WHEN: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|以内|以降|直後|翌日|当日|前日|始まる|から再開|目安"),
     HOW_LONG: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|程度|前後|目安|以内|くらい|ほど"),
     HOW_OFTEN: re.compile(rf"{_NUM}\s*(?:回|度)|ごと|おき|毎|定期的|間隔"),
-    HOW_MUCH: re.compile(rf"{_NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外"),
+    HOW_MUCH: re.compile(rf"{_NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外|無料|無償|かかりません"),
     CAN_I: re.compile(r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫"),
     WHAT_TO_DO: re.compile(r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談"),
 }
@@ -50,3 +51,17 @@ def gives(line: str, kinds: frozenset[str]) -> bool:
         return False
     text = unicodedata.normalize("NFKC", line or "")
     return any(_GIVES[k].search(text) for k in kinds)
+
+
+# The kinds whose answer is a figure (a time, a duration, an interval, an amount).
+FIGURE_KINDS = frozenset({WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH})
+
+
+def missing_figure(question: str, lines: Iterable[str]) -> frozenset[str]:
+    """The figure kinds the question asks for when none of the lines gives any of them
+    (else the empty set): a guideline that names the topic but gives no figure for it
+    does not answer 「禁煙外来の費用はいくら」."""
+    kinds = asked_kinds(question) & FIGURE_KINDS
+    if not kinds:
+        return frozenset()
+    return frozenset() if any(gives(line, kinds) for line in lines) else kinds

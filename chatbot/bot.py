@@ -45,6 +45,7 @@ from .answer import (
     ANSWERED, DECLINED, FAILED, FELL_BACK, GOVERNED, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED,
     KEYWORDS_USED, NOT_ASKED, NOT_GOVERNED, Answer,
 )
+from .answer_type import missing_figure
 from .audit import AuditLog
 from .extract import extract, line_coverage
 from .lines import LINES_SYSTEM_PROMPT, judge_reply, lines_stop, lines_user_message, number_reference, ranked_picks
@@ -171,16 +172,37 @@ class Chatbot:
         if not result.governed:
             self._not_asked(state, mode, "nothing in the guideline cleared the retrieval threshold")
             return self._refusal(question, mode, result, self._retrieval_json(result))
-        coverage = self._evidence(question, result)
-        rjson = self._retrieval_json(result, coverage)
-        if coverage is not None and coverage < self.settings.min_line_coverage:
-            self._not_asked(state, mode, "no reference line speaks to enough of the question (evidence gate)")
+        covered, rjson = self._gate(question, result)
+        if not covered:
+            self._not_asked(state, mode, "the question asks for a figure no reference line gives"
+                            if "asked_figure_missing" in rjson else
+                            "no reference line speaks to enough of the question (evidence gate)")
             return self._refusal(question, mode, result, rjson)
         if mode == EXTRACT:
             return self._extract(question, result, rjson)
         if mode == LINES:
             return self._lines(question, result, rjson, state)
         return self._generate(question, result, rjson, state)
+
+    def _gate(self, question: str, result: RetrievalResult) -> tuple[bool, dict[str, Any]]:
+        """The evidence gate on a result that cleared the threshold: (covered, retrieval JSON).
+
+        Not covered when the best reference line (with its title) holds less than
+        settings.min_line_coverage of the question, or when the question asks for a figure
+        (when, how long, how often, how much: chatbot.answer_type) and no reference line
+        gives one (settings.require_asked_figure): the guideline names the topic, not what
+        is asked about it (禁煙外来の費用, 再発までの期間). The JSON records both measures."""
+        coverage = self._evidence(question, result)
+        rjson = self._retrieval_json(result, coverage)
+        if coverage is not None and coverage < self.settings.min_line_coverage:
+            return False, rjson
+        if self.settings.require_asked_figure and result.pipeline != PROTOCOL:
+            pages = {(p.page.url, p.page.version): p.page for p in result.passages}
+            missing = missing_figure(question, [line for page in pages.values() for line in page.lines])
+            if missing:
+                rjson["asked_figure_missing"] = sorted(missing)
+                return False, rjson
+        return True, rjson
 
     def _evidence(self, question: str, result: RetrievalResult) -> float | None:
         """The evidence gate's measure (settings.min_line_coverage): how much of the question
@@ -434,9 +456,8 @@ class Chatbot:
     def _offline(self, question: str, result: RetrievalResult, note: str) -> Answer:
         if not result.governed:
             return self._refusal(question, EXTRACT, result, error=note)
-        coverage = self._evidence(question, result)
-        rjson = self._retrieval_json(result, coverage)
-        if coverage is not None and coverage < self.settings.min_line_coverage:
+        covered, rjson = self._gate(question, result)
+        if not covered:
             return self._refusal(question, EXTRACT, result, rjson, error=note)
         return self._extract(question, result, rjson, error=note)
 

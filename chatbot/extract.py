@@ -3,7 +3,10 @@
 Every line of every reference passage is scored by the question's terms it contains
 (the retriever's analyzer, NFKC), each weighted by the retriever's corpus IDF (else an
 IDF over the reference's own lines), plus a character-bigram bonus for wording MeCab
-splits differently and a share of its passage's retrieval score. Lines are then taken in
+splits differently and a share of its passage's retrieval score. With the retriever's
+query slots a line is read with its context: a term found only in its heading or, for a
+table row, in the table's header row counts at CONTEXT_WEIGHT (起こる時期 | 食後30分以内
+answers a question about 後期ダンピング症候群 named only in the header). Lines are then taken in
 this order, each with its page's title line and the heading or introducing sentence it
 needs, until about settings.answer_chars characters, never cutting a line:
 the best lines of the top passage that has any; every line sharing a question term, by
@@ -19,12 +22,13 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from guiderag.retrieval.result import Passage
+from guiderag.store import PageVersion
 
 from .answer import ShownPassage
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, is_table_row, title_line
 
 from .answer_type import asked_kinds, gives
-from .shown import Pick, render
+from .shown import Pick, context_line, render
 
 Analyze = Callable[[str], Sequence[str]]
 # The retriever's query slots (retrieval.query): (mass, {corpus term: lambda}) per question
@@ -46,6 +50,10 @@ NEIGHBOUR_SOURCES = 3
 TOP_PASSAGE_LINES = 2
 # A line's score is damped by (its passage's score / the top passage's) ** this.
 PASSAGE_RANK_POWER = 2.0
+# A line is read with its context: the heading above it and, for a row of a table, the
+# table's header row (起こる時間 | 食後30分以内 says nothing without 項目 | 早期ダンピング症候群).
+# A question term found only in the context counts at this weight of one found in the line.
+CONTEXT_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -69,16 +77,47 @@ def _bigrams(text: str) -> set[str]:
     return {t[i : i + 2] for i in range(len(t) - 1)}
 
 
-def slot_overlap(slots: Slots, terms: set[str] | frozenset[str]) -> float:
-    """The share of the slots' mass a set of terms finds (each slot at its best lambda)."""
+def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
+                 context: set[str] | frozenset[str] = frozenset(), context_weight: float = CONTEXT_WEIGHT) -> float:
+    """The share of the slots' mass a set of terms finds (each slot at its best lambda);
+    terms found only in `context` (a line's heading, its table's header row) count at
+    `context_weight`."""
     total = sum(m for m, _ in slots)
     if total <= 0:
         return 0.0
     found = 0.0
     for mass, alternatives in slots:
-        best = max((lam for a, lam in alternatives.items() if a in terms), default=0.0)
+        best = 0.0
+        for a, lam in alternatives.items():
+            if a in terms:
+                best = max(best, lam)
+            elif a in context:
+                best = max(best, lam * context_weight)
         found += mass * best
     return found / total
+
+
+def table_header(page: PageVersion, number: int) -> int | None:
+    """The header row (the first row) of the table that line `number` is a later row of."""
+    if not is_table_row(page.line(number)):
+        return None
+    n = number
+    while n > 1 and is_table_row(page.line(n - 1)):
+        n -= 1
+    return n if n != number else None
+
+
+def line_context(page: PageVersion, number: int, heading_max_chars: int = HEADING_MAX_CHARS) -> list[int]:
+    """The lines a line is read with: its heading (or the sentence introducing its list) and,
+    for a table row, the table's header row."""
+    out = []
+    c = context_line(page, number, heading_max_chars)
+    if c is not None:
+        out.append(c)
+    h = table_header(page, number)
+    if h is not None and h not in out:
+        out.append(h)
+    return out
 
 
 def distinct_passages(passages: Sequence[Passage]) -> list[Passage]:
@@ -100,6 +139,7 @@ def score_lines(
     analyze: Analyze,
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
     slots: Slots | None = None,
+    heading_max_chars: int = HEADING_MAX_CHARS,
 ) -> list[ScoredLine]:
     """Every distinct non-blank reference line with its score, best first.
 
@@ -110,23 +150,28 @@ def score_lines(
     q_terms = question_terms(question, keywords, analyze)
     q_bigrams = _bigrams(question)
     kinds = asked_kinds(question)
-    entries: list[tuple[Pick, set[str], str]] = []
+    entries: list[tuple[Pick, set[str], str, set[str]]] = []
     seen: set[tuple[str, int, int]] = set()
     for passage in distinct_passages(passages):
+        page = passage.page
         for n in passage.lines:
-            pick = Pick(passage.page, n, float(passage.score))
-            text = passage.page.line(n)
+            pick = Pick(page, n, float(passage.score))
+            text = page.line(n)
             if pick.key in seen or not text.strip():
                 continue
             seen.add(pick.key)
-            entries.append((pick, set(analyze(unicodedata.normalize("NFKC", text))), text))
-    weight = _weights(q_terms, [terms for _, terms, _ in entries], idf)
+            context: set[str] = set()
+            if slots and CONTEXT_WEIGHT > 0:
+                for c in line_context(page, n, heading_max_chars):
+                    context |= set(analyze(unicodedata.normalize("NFKC", page.line(c))))
+            entries.append((pick, set(analyze(unicodedata.normalize("NFKC", text))), text, context))
+    weight = _weights(q_terms, [terms for _, terms, _, _ in entries], idf)
     top_passage = max((float(p.score) for p in passages), default=0.0) or 1.0
     max_weight = sum(weight.values()) or 1.0
     scored = []
-    for order, (pick, terms, text) in enumerate(entries):
+    for order, (pick, terms, text, context) in enumerate(entries):
         if slots:
-            overlap = slot_overlap(slots, terms)
+            overlap = slot_overlap(slots, terms, context)
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
         bigram = len(q_bigrams & _bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0
@@ -229,7 +274,7 @@ def extract(
     Returns ("", []) when the reference has no non-blank line.
     """
     passages = distinct_passages(passages)
-    scored = score_lines(question, keywords, passages, analyze, idf, slots)
+    scored = score_lines(question, keywords, passages, analyze, idf, slots, heading_max_chars)
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}

@@ -87,7 +87,8 @@ def outcomes(rows: Sequence[dict], categories: dict[str, str]) -> list[Outcome]:
     for row in rows:
         retrieval = (row.get("json") or {}).get("retrieval") or {}
         cov = retrieval.get("line_coverage")
-        retrieved = bool(row.get("governed")) or (cov is not None)
+        # refused by the gate's other test (no figure where one is asked): at every gate value
+        retrieved = bool(row.get("governed")) or (cov is not None and not retrieval.get("asked_figure_missing"))
         out.append(Outcome(
             category=categories.get(str(row.get("id")), str(row.get("kind"))),
             in_scope=row.get("kind") == IN_SCOPE,

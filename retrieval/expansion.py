@@ -116,6 +116,15 @@ class PatientTable:
             entries.sort(key=lambda e: -len(e[0]))
         return table
 
+    def merge(self, other: "PatientTable") -> None:
+        """Add the other table's patterns (the same rows read another way) not already here."""
+        for start, entries in other.starts.items():
+            mine = self.starts.setdefault(start, [])
+            for entry in entries:
+                if not any(e[0] == entry[0] and e[1] == entry[1] for e in mine):
+                    mine.append(entry)
+            mine.sort(key=lambda e: -len(e[0]))
+
     def matches(self, tokens: Sequence[Token]) -> list[PhraseMatch]:
         """Every expression found in the tokens (longest first at each start)."""
         out: list[PhraseMatch] = []
@@ -248,14 +257,23 @@ def load_patient_table(settings: Settings, analyzer: "Analyzer") -> PatientTable
     key = (path, digest + analyzer.fingerprint())
     table = _PATIENT.get(key)
     if table is None:
-        synonyms = analyzer.synonyms
-
-        def tokens_of(text: str) -> list[Token]:
-            tokens = tokenize(text)
-            return synonyms.apply(tokens) if synonyms is not None else tokens
-
-        table = _PATIENT[key] = PatientTable.from_rows(rows, tokens_of, digest)
+        first, *others = readings(analyzer)
+        table = PatientTable.from_rows(rows, first, digest)
+        for reading in others:
+            table.merge(PatientTable.from_rows(rows, reading, digest))
+        _PATIENT[key] = table
     return table
+
+
+def readings(analyzer: "Analyzer") -> list[Callable[[str], list[Token]]]:
+    """The ways a patient expression is tokenised to be matched: as written, and as the
+    maintainer's synonyms join it. A question's tokens are joined only where it says a
+    synonym's exact words (髪が抜ける is one token, 脱毛; 髪は抜けますか stays 髪 + 抜ける),
+    so an expression that is also a synonym must match in both readings."""
+    synonyms = analyzer.synonyms
+    if synonyms is None:
+        return [tokenize]
+    return [tokenize, lambda text: synonyms.apply(tokenize(text))]
 
 
 def load_synonym_dict(settings: Settings) -> SudachiSynonyms | None:

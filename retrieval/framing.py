@@ -38,6 +38,15 @@ ASKERS = frozenset({
 
 FRAMING_WORDS: frozenset[str] = FEELINGS | REQUESTS | QUESTION_WORDS | ASKERS
 
+# Words that name the KIND of answer asked for, not its topic: 「AとBの違いは」「方法は」
+# 「どうやって決まるの」「時期は」. Unlike the framing words above they stay terms (an answer
+# may well say 違いは, 方法として), weighed settings.frame_word_weight in a query.
+ANSWER_FRAMES = frozenset({
+    "違い", "違う", "方法", "仕方", "特徴", "仕組み", "理由", "意味", "種類", "場合", "関係", "内容",
+    "時期", "期間", "頻度", "間隔", "目安", "程度", "タイミング", "対処", "対処法", "注意点", "工夫",
+    "こつ", "ポイント", "決まる",
+})
+
 # 「何日」「何年おき」「何回」: the counter after a question word asks for a number (the
 # question's type: how long, how often), it is not what the question is about; 日 or 年
 # would weigh like a topic word the answer must contain.

@@ -34,7 +34,7 @@ from guiderag.settings import Settings
 from .analyzer import Analyzer
 from .synonyms import load_synonyms, synonyms_path
 
-INDEX_FORMAT = "guiderag-index/5"  # 3: line spans; 4: the title line is no body line; 5: list items are no headings
+INDEX_FORMAT = "guiderag-index/6"  # 3: line spans; 4: the title line is no body line; 5: list items are no headings; 6: nor table rows
 MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
 
 

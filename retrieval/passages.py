@@ -8,6 +8,8 @@ count as said together. Headings and the title line are read with store.structur
 from __future__ import annotations
 
 import bisect
+import re
+import unicodedata
 from typing import Sequence
 
 from guiderag.store.structure import is_heading, title_line
@@ -95,3 +97,13 @@ def body_skip(title: str, lines: Sequence[str], heading_max_chars: int) -> int:
     as any heading does, and is kept (0)."""
     skip = title_line(title, lines)
     return 0 if skip and is_heading(lines[skip - 1], heading_max_chars) else skip
+
+
+# A title that asks (治療方針はどのように決まりますか？ / 副作用について教えてください) or is
+# numbered as a question (Q14, Q.3, 問5): the page is the guideline's answer to that one question.
+_QUESTION_TITLE = re.compile(r"(?:[?？]|か|ください|たい|とは)[。.\s]*$|^\s*(?:Q\.?\s*\d+|問\s*\d+)")
+
+
+def is_question_title(title: str) -> bool:
+    """Whether a page title is a question (a Q&A page answers one question as a whole)."""
+    return bool(_QUESTION_TITLE.search(unicodedata.normalize("NFKC", title or "").strip()))

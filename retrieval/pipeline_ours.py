@@ -4,7 +4,9 @@ A question is a list of slots (retrieval.query): one per distinct term, each wit
 weight q(s) (nouns 1, verb/adjective lemmas settings.verb_weight, a compound never seen
 settings.unknown_compound_weight, a verb never seen settings.unknown_verb_weight more;
 for a word the corpus never uses, times its specificity in general Japanese,
-retrieval.specificity) and alternatives A(s): the corpus terms that count as finding it,
+retrieval.specificity; a word naming the kind of answer asked for, 違い or 方法, times
+settings.frame_word_weight; a word with a light affix the corpus never uses, 切除後, is the
+slot of its word, 切除) and alternatives A(s): the corpus terms that count as finding it,
 each with a weight lambda(a) <= 1 (the term itself 1; a corpus term a compound cut short by
 MeCab begins 1, 高額療養 -> 高額療養費制度; the expansions of retrieval.expansion below 1: the
 patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩). A slot's idf I(s) is its
@@ -34,21 +36,31 @@ for the window and for each of its line spans (the title, the heading and one li
 retrieval.passages.line_spans). The best span gives the share of the window's matched
 terms that also meet on one line, r = min(1, max over its spans p(span) / p(window)), and
 
-    score(x) = (c(x) * (1 - span_weight + span_weight * r)) ** score_power,
+    f(x) = 1 - span_weight + span_weight * r
 
-(a window without spans or without a match keeps c(x)) so the question's terms said together on one line count fully and the same terms
-scattered over unrelated lines of a window count less (a surgery page whose 入院期間 and
-放射線治療 sit five lines apart is no answer to how long radiotherapy takes). r <= 1: a
-span never raises a passage, so the threshold keeps its meaning. The result is
-(optionally mixed with the page's own score, settings.page_weight, 0 by default) in
-[0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about 45% of the
-question's (saturated) idf mass is found, which measured as a good cut on JSQuAD.
+(1 for a window without spans or without a match), so the question's terms said together
+on one line count fully and the same terms scattered over unrelated lines of a window
+count less (a surgery page whose 入院期間 and 放射線治療 sit five lines apart is no answer
+to how long radiotherapy takes). r <= 1: a span never raises a passage, so the threshold
+keeps its meaning. The page P of x gives C(P), the mixed channel share c of the whole page
+(its title and every line, BM25-saturated over page lengths), and
+
+    score(x) = ((1 - w(P)) * c(x) * f(x) + w(P) * C(P) * f(x)) ** score_power,
+
+w(P) = settings.qa_page_weight when P is a Q&A page (its title asks one question or is
+numbered Q12, retrieval.passages.is_question_title: the page answers that question as a
+whole, a lay question's words often lie over its sections), else settings.page_weight
+(0 by default: a long article covers an out-of-scope question's words too easily). The
+score lies in [0, 1]; with score_power 2 the protocol's threshold 0.2 falls where about
+45% of the question's (saturated) idf mass is found, which measured as a good cut on
+JSQuAD. A passage of a Q&A page clears threshold ** settings.qa_threshold_exponent
+(0.16 for 0.2; measured on the patient-worded sets), any other passage the threshold.
 
 Keywords (a model's terms) may only add evidence: the question is scored alone and with
 the keywords' slots that the corpus knows added, and each passage keeps the better score
 (a keyword found nowhere is left out and listed in the notes).
 
-The reference takes the best passages above the threshold, best first, as whole lines
+The reference takes the best passages above their threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
 settings.reference_chars characters.
 """
@@ -68,6 +80,7 @@ from .bm25 import unseen_idf
 from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
+from .passages import is_question_title
 from .query import Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
@@ -101,6 +114,8 @@ class OursRetriever(Retriever):
         self._unseen = unseen_idf(data.n_pages)
         self._unseen_query = self._unseen * settings.unknown_term_weight
         self._builder: QueryBuilder | None = None
+        # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
+        self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -260,24 +275,38 @@ class OursRetriever(Retriever):
             if use_spans and channel.window_present is not None and channel.span_present is not None:
                 present += share * channel.window_present
                 span += share * channel.span_present
-        if use_spans:
-            passage = self._with_spans(passage, present, span, ws)
+        factor = self._span_factor(present, span, ws) if use_spans else None
+        if factor is not None:
+            passage = passage * factor
         pw = s.page_weight
-        combined = passage if pw == 0 else (1.0 - pw) * passage + pw * page[d.passage_page]
+        if s.qa_page_weight != pw and self._qa_pages.any():
+            w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
+                                             np.float32(pw))
+        else:
+            w = pw
+        if np.any(w):
+            # the page's share, times the passage's proximity factor: the terms a Q&A page
+            # holds count less when this passage's lines do not say them together
+            of_page = page[d.passage_page] * factor if factor is not None else page[d.passage_page]
+            combined = (1.0 - w) * passage + w * of_page
+        else:
+            combined = passage
         if s.score_power != 1.0:
             combined = np.power(combined, s.score_power, dtype=np.float32)
             page = np.power(page, s.score_power, dtype=np.float32)
         return combined, page, unknown
 
-    def _with_spans(self, window: np.ndarray, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
-        """window * (1 - ws + ws * r), r = min(1, best span's presence share / the window's);
-        a passage without spans (a page of headings only) or without matches keeps its score."""
+    def _span_factor(self, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
+        """Each passage's proximity factor 1 - ws + ws * r, r = min(1, best span's presence
+        share / the window's); 1 for a passage without spans (a page of headings only) or
+        without matches."""
         d = self.data
         first, end = d.passage_span_first, d.passage_span_end
+        out = np.ones(d.n_passages, dtype=np.float32)
         # only passages that matched something and have spans can change
         ok = np.flatnonzero((present > 0) & (end > first))
         if not len(ok):
-            return window
+            return out
         # maximum.reduceat over [first, end) of those passages at once: the even entries of
         # the interleaved index list are the wanted slices (a sentinel closes the last one)
         vals = np.append(span, np.float32(0.0))
@@ -285,9 +314,8 @@ class OursRetriever(Retriever):
         idx[0::2] = first[ok]
         idx[1::2] = end[ok]
         best = np.maximum.reduceat(vals, idx)[0::2]
-        out = window.astype(np.float32, copy=True)
         ratio = np.minimum(1.0, best / present[ok])
-        out[ok] = window[ok] * (1.0 - ws + ws * ratio)
+        out[ok] = 1.0 - ws + ws * ratio
         return out
 
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
@@ -309,7 +337,7 @@ class OursRetriever(Retriever):
             )
         threshold = self.settings.threshold
         top = float(scores.max()) if len(scores) else 0.0
-        above = np.nonzero(scores >= threshold)[0] if len(scores) else np.empty(0, int)
+        above = np.nonzero(scores >= self._thresholds())[0] if len(scores) else np.empty(0, int)
         candidates, total = self._candidates(above, scores)
         if len(above) > MAX_PASSAGES_CONSIDERED:
             # only the best few can fill the reference: no need to sort them all
@@ -318,7 +346,8 @@ class OursRetriever(Retriever):
         passages = self._reference(order, scores)
         notes: list[str] = []
         if not candidates:
-            notes.append(f"no passage scored at least the threshold {threshold} (best {top:.3f})")
+            qa = f" ({self.qa_threshold:g} on a Q&A page)" if self._qa_pages.any() and self.qa_threshold != threshold else ""
+            notes.append(f"no passage scored at least the threshold {threshold}{qa} (best {top:.3f})")
         if unknown:
             notes.append("terms found nowhere in the corpus: " + ", ".join(unknown))
         ignored = self._ignored_keywords(keywords, extended)
@@ -341,6 +370,19 @@ class OursRetriever(Retriever):
             candidates_total=total,
             expansions=[e.to_json() for e in fired],
         )
+
+    @property
+    def qa_threshold(self) -> float:
+        """The threshold of a Q&A page's passages: settings.threshold ** qa_threshold_exponent."""
+        return float(self.settings.threshold ** self.settings.qa_threshold_exponent)
+
+    def _thresholds(self) -> np.ndarray | float:
+        """The threshold of every passage: settings.threshold, lower on Q&A pages (a page
+        whose title asks one question answers it as a whole; the module docstring)."""
+        if not self._qa_pages.any() or self.qa_threshold == self.settings.threshold:
+            return self.settings.threshold
+        return np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
+                        np.float32(self.settings.threshold))
 
     def _ignored_keywords(self, keywords: Sequence[str], extended: Query | None) -> list[str]:
         """The keywords none of whose terms the corpus has (a model's junk: INST, <<SYS>>)."""

@@ -6,7 +6,11 @@ Each distinct term of the question is a slot. A slot has
   affixed word the corpus never uses whose words it does use settings.unknown_compound_weight;
   and, for a word the corpus never uses, its specificity in general Japanese
   (retrieval.specificity: 髪, 戻る, お金 weigh little; 白血病, 漢方 fully). Proper nouns,
-  alphanumeric terms and the guideline's own synonyms keep their weight;
+  alphanumeric terms and the guideline's own synonyms keep their weight. A word naming
+  the kind of answer asked for (retrieval.framing.ANSWER_FRAMES: 違い, 方法, 時期) weighs
+  settings.frame_word_weight more;
+- a word the corpus never uses that is a word it does use with a light affix (切除後,
+  治療中, 年齢的, お餅: LIGHT_PREFIXES, LIGHT_SUFFIXES) is that word: the slot of 切除;
 - alternatives: the corpus terms that count as finding it, each with a weight lambda <= 1:
   the term itself (1) when the corpus has it, a corpus term it begins (1; MeCab cut the
   question's compound short: 高額療養 -> 高額療養費制度), and the expansions
@@ -29,8 +33,9 @@ from typing import Callable, Sequence
 
 from guiderag.settings import Settings
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
+from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term
 
@@ -75,6 +80,12 @@ class Query:
 
 
 _HONORIFIC = ("お", "ご", "御")
+# Affixes that say when, how or whose, never what a word is about (切除後, 治療中, 年齢的,
+# 3日目, お餅), as the analyzer's forms (御 for お and ご; 後 also for 手術のあと, see
+# retrieval.framing.join_after). Not 抗, 再, 非 (抗がん剤), nor the suffixes that make
+# another word of it: 剤, 病, 炎, 率, 症, 法, 線 (糖尿病 is no 糖尿).
+LIGHT_PREFIXES = frozenset({"御"})
+LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達"})
 
 
 def lookup_forms(term: Term) -> list[str]:
@@ -152,6 +163,27 @@ class QueryBuilder:
         self._targets[key] = found
         return found
 
+    def stem(self, term: Term) -> tuple[str, str] | None:
+        """(corpus term, surface) of the word a compound or affixed word the corpus never
+        uses is, once its light affixes are taken off (切除後 -> 切除, 抗がん剤治療中 ->
+        薬物療法 with the maintainer's synonyms, お餅 -> 餅); None when it has no light affix
+        or the rest is no word the corpus uses (御正月 -> 正月, never used: the slot stays)."""
+        if term.kind not in (COMPOUND, AFFIXED):
+            return None
+        tokens = tokenize(term.surface)
+        lo, hi = 0, len(tokens)
+        while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
+            lo += 1
+        while hi > lo and tokens[hi - 1].form in LIGHT_SUFFIXES:
+            hi -= 1
+        if hi <= lo or (lo == 0 and hi == len(tokens)):
+            return None
+        surface = "".join(t.surface for t in tokens[lo:hi])
+        terms = self.analyzer.terms(surface)
+        if not terms or terms[0].text not in self.vocab:
+            return None
+        return terms[0].text, surface
+
     def specificity(self, term: Term) -> float:
         s = self.settings
         if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
@@ -178,6 +210,7 @@ class QueryBuilder:
         tokens = self.analyzer.query_tokens(text)
         analysis = self.analyzer.analysis_of_query_tokens(tokens)
         local: dict[str, Slot] = {}
+        stems: dict[str, str] = {}  # surface of a word its stem stands in for -> the stem's surface
         for term in analysis.terms:
             name = term.text
             alternatives: dict[str, float] = {}
@@ -191,6 +224,12 @@ class QueryBuilder:
                     # the corpus term it begins stands in for it, as a known noun
                     self._merge(local, Slot(known, 1.0, {known: 1.0}, term.surface, term.kind))
                     continue
+                stem = self.stem(term)
+                if stem is not None:
+                    # the word with a light affix is its word: 切除後 is found where 切除 is
+                    self._merge(local, Slot(stem[0], 1.0, {stem[0]: 1.0}, stem[1], NOUN))
+                    stems[term.surface] = stem[1]
+                    continue
                 if term.kind == VERB:
                     w = s.verb_weight * s.unknown_verb_weight
                 elif term.kind == COMPOUND:
@@ -202,6 +241,8 @@ class QueryBuilder:
                 else:
                     w = 1.0
                 spec = self.specificity(term)
+            if name in ANSWER_FRAMES:
+                w *= s.frame_word_weight
             self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
         self._expand(tokens, analysis.terms, local, expansions)
         for slot in local.values():
@@ -211,6 +252,7 @@ class QueryBuilder:
                 continue
             self._merge(slots, slot)
         for span in analysis.spans:
+            span = stems.get(span, span)
             found = next((x for x in local.values() if x.surface == span or x.term == span), None)
             weight = 1.0
             if found is not None and found.term not in vocab:

@@ -8,8 +8,9 @@ structure with these rules:
 
 - a sentence end: the line ends with 。．.!?！？ or a closing bracket 」』）);
 - a list item: the line starts with a bullet (・ • ● - ...) or an enumerator (1. ① a) ...);
+- a table row: cells joined by TABLE_CELL (" | ", the scraper's separator);
 - a heading: a non-empty line of at most `max_chars` characters (settings.heading_max_chars)
-  that is neither a sentence nor a list item (Q21 胸腺腫の治療, 治療について);
+  that is neither a sentence, a list item nor a table row (Q21 胸腺腫の治療, 治療について);
 - the title line: among the first TITLE_LOOKAHEAD lines, the one that repeats the page
   title (NFKC, whitespace ignored).
 """
@@ -24,6 +25,8 @@ from guiderag.settings import Settings
 SENTENCE_END = tuple("。．.!?！？」』）)")
 LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
 TITLE_LOOKAHEAD = 5
+# How the scraper joins the cells of a table row into one line (scraper.textlines.CELL_SEPARATOR).
+TABLE_CELL = " | "
 HEADING_MAX_CHARS: int = Settings.heading_max_chars
 
 
@@ -37,10 +40,17 @@ def is_list_item(line: str) -> bool:
     return bool(LIST_ITEM.match(line))
 
 
+def is_table_row(line: str) -> bool:
+    """True for a row of a table as the scraper stores it (its cells joined by TABLE_CELL)."""
+    return TABLE_CELL in line
+
+
 def is_heading(line: str, max_chars: int = HEADING_MAX_CHARS) -> bool:
-    """Short, not a sentence, not a list item: reads as a heading."""
+    """Short, not a sentence, not a list item, not a table row: reads as a heading.
+    (A short row such as 「甲状腺 | だるさ、むくみ」 is the table's content, not a heading.)"""
     text = line.strip()
-    return 0 < len(text) <= max_chars and not text.endswith(SENTENCE_END) and not LIST_ITEM.match(text)
+    return (0 < len(text) <= max_chars and not text.endswith(SENTENCE_END) and not LIST_ITEM.match(text)
+            and TABLE_CELL not in text)
 
 
 def _squash(text: str) -> str:

@@ -10,6 +10,7 @@ against rank_bm25).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -20,7 +21,7 @@ from guiderag.retrieval.analyzer import char_bigrams
 from guiderag.retrieval.bench import generate_corpus
 from guiderag.retrieval.build import build_data
 from guiderag.retrieval.index import make_analyzer
-from guiderag.retrieval.passages import body_skip, line_spans, segment
+from guiderag.retrieval.passages import body_skip, is_question_title, line_spans, segment
 from guiderag.retrieval.pipeline_ours import OursRetriever
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
@@ -47,17 +48,21 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
     s = settings
     n_pages = len(pages)
     rows = []  # per passage: (terms Counter, bigrams Counter, [span term sets], [span bigram sets])
+    row_page: list[int] = []  # the page of each passage
     page_terms: list[set[str]] = []
     page_grams: list[set[str]] = []
-    for page in pages:
+    page_counts: list[tuple[Counter, Counter]] = []  # the whole page: its title and every line
+    for number, page in enumerate(pages):
         terms, grams = _texts(analyzer, page)
         page_terms.append({t for ts in terms for t in ts})
         page_grams.append({g for gs in grams for g in gs})
+        page_counts.append((Counter(t for ts in terms for t in ts), Counter(g for gs in grams for g in gs)))
         skip = body_skip(page.title, page.lines, s.heading_max_chars)
         spans = line_spans(page.lines, s.heading_max_chars, skip)
         for heading, first, last in segment(page.lines, s.passage_chars, s.heading_max_chars, skip):
             texts = [0, *([heading] if heading else []), *range(first, last + 1)]
             inside = [(h, n) for h, n in spans if first <= n <= last]
+            row_page.append(number)
             rows.append((
                 Counter(t for i in texts for t in terms[i]),
                 Counter(g for i in texts for g in grams[i]),
@@ -71,8 +76,9 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
     unseen = math.log1p((n_pages + 0.5) / 0.5) * s.unknown_term_weight
 
     def channel(query: list[tuple[str, float, dict[str, float]]], which: int,
-                page_sets: list[set[str]]) -> list[tuple[float, float, list[float]]]:
-        """Per passage: (BM25 share c, window presence share p, each span's presence share)."""
+                page_sets: list[set[str]]) -> tuple[list[tuple[float, float, list[float]]], list[float]]:
+        """Per passage: (BM25 share c, window presence share p, each span's presence share);
+        and per page its BM25 share (the page's title and lines as one text)."""
         words = {t for t, _, alts in query for t in (t, *alts)}
         df = {t: sum(t in ps for ps in page_sets) for t in words}
         masses = []
@@ -80,6 +86,19 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
             known = [idf(df[a]) for a in alts if df[a]]
             masses.append(q * (idf(df[t]) if df[t] else (max(known) if known else unseen)))
         mass = sum(masses)
+        known_any = any(df[a] for _, _, alts in query for a in alts)
+        page_lengths = [sum(pc[which].values()) for pc in page_counts]
+        page_avg = (sum(page_lengths) / len(page_lengths)) or 1.0
+        of_pages = []
+        for pc, length in zip(page_counts, page_lengths):
+            counts = pc[which]
+            norm = s.bm25_k1 * (1 - s.bm25_b + s.bm25_b * length / page_avg)
+            c = 0.0
+            for (t, q, alts), m in zip(query, masses):
+                found = [(lam, counts[a]) for a, lam in alts.items() if df[a] and counts[a]]
+                if found:
+                    c += m * max(lam * min(1.0, n / (n + norm)) for lam, n in found)
+            of_pages.append(c / mass if known_any and mass > 0 else 0.0)
         lengths = [sum(r[which].values()) for r in rows]
         avg = (sum(lengths) / len(lengths)) or 1.0
         out = []
@@ -97,25 +116,28 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
                     inside = [lam for a, lam in alts.items() if df[a] and a in sp]
                     if inside:
                         each[k] += m * max(inside)
-            known_any = any(df[a] for _, _, alts in query for a in alts)
             if known_any and mass > 0:
                 out.append((c / mass, p / mass, [v / mass for v in each]))
             else:
                 out.append((0.0, 0.0, [0.0] * len(spans)))
-        return out
+        return out, of_pages
 
-    terms = channel(slots, 0, page_terms)
-    grams = channel([(g, q, {g: 1.0}) for g, q in bigrams.items()], 1, page_grams)
+    terms, term_pages = channel(slots, 0, page_terms)
+    grams, gram_pages = channel([(g, q, {g: 1.0}) for g, q in bigrams.items()], 1, page_grams)
+    wb = s.bigram_weight
     scores = []
-    for (tc, tp, ts), (bc, bp, bs), row in zip(terms, grams, rows):
-        wb = s.bigram_weight
+    for (tc, tp, ts), (bc, bp, bs), row, number in zip(terms, grams, rows, row_page):
         c = (1 - wb) * tc + wb * bc
         p = (1 - wb) * tp + wb * bp
         # the best line span of the window, by the channels' mixed presence shares
         best = max(((1 - wb) * a + wb * b for a, b in zip(ts, bs)), default=0.0)
+        factor = 1.0
         if s.span_weight > 0 and p > 0 and row[2]:
-            c *= 1 - s.span_weight + s.span_weight * min(1.0, best / p)
-        scores.append(c ** s.score_power)
+            factor = 1 - s.span_weight + s.span_weight * min(1.0, best / p)
+        # the page's share, on a Q&A page at qa_page_weight (else page_weight)
+        w = s.qa_page_weight if is_question_title(pages[number].title) else s.page_weight
+        of_page = (1 - wb) * term_pages[number] + wb * gram_pages[number]
+        scores.append(((1 - w) * c * factor + w * of_page * factor) ** s.score_power)
     return np.asarray(scores)
 
 
@@ -125,16 +147,25 @@ CASES = [
     (3, {"bigram_weight": 0.0, "bm25_k1": 1.2, "bm25_b": 0.3}),
     (4, {"score_power": 1.0, "span_weight": 0.8, "passage_chars": 120}),
     (5, {"bigram_weight": 0.6, "unknown_term_weight": 0.4, "heading_max_chars": 20}),
+    (6, {"qa_page_weight": 0.0, "page_weight": 0.3}),
+    (7, {"qa_page_weight": 0.9, "span_weight": 0.0}),
+    (8, {"page_weight": 0.2}),  # half the pages lose their Q number: articles, at page_weight
 ]
+# seeds whose corpus mixes Q&A pages (titled Q12 ...) with article pages
+ARTICLES = {8}
 
 
 @pytest.mark.parametrize("seed,overrides", CASES)
 def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> None:
     corpus = generate_corpus(14, 12, seed=seed)
+    pages = list(corpus.pages)
+    if seed in ARTICLES:
+        pages = [dataclasses.replace(p, title=p.title.split(" ", 1)[-1]) if i % 2 else p for i, p in enumerate(pages)]
+        assert 0 < sum(is_question_title(p.title) for p in pages) < len(pages)
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
     analyzer = make_analyzer(settings)
-    data = build_data(corpus.pages, "v", settings, analyzer)
-    retriever = OursRetriever(settings, corpus.pages, data, analyzer)
+    data = build_data(pages, "v", settings, analyzer)
+    retriever = OursRetriever(settings, pages, data, analyzer)
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
     vocab = sorted(data.term_vocab)
     rng = np.random.default_rng(seed)
@@ -149,7 +180,7 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> N
                 slot.alternatives[str(term)] = float(rng.uniform(0.3, 0.9))
             multi += 1
         got = retriever.query_scores(query)[0]
-        want = reference_scores(corpus.pages, settings,
+        want = reference_scores(pages, settings,
                                 [(sl.term, sl.weight, dict(sl.alternatives)) for sl in query.slots], query.bigrams)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=question)
