@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
-fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || need_apt+=(fonts-noto-cjk)
+# grep -c reads to the end (with -q, fc-list dies of SIGPIPE and pipefail calls the font missing)
+cjk_fonts=$(fc-list 2>/dev/null | grep -ci "Noto Sans CJK" || true)
+[ "${cjk_fonts:-0}" -gt 0 ] || need_apt+=(fonts-noto-cjk)
 # PostgreSQL's server programs (initdb, pg_ctl): the tests start their own server
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
