@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,8 @@ from typing import Iterator, Sequence
 
 import requests
 
-from guiderag.errors import InputError
+from guiderag.errors import EvalError, InputError
+from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
 from guiderag.settings import Settings
 from guiderag.redact import redact
 from guiderag.store import Store
@@ -61,12 +61,6 @@ class BenchRow:
     error_samples: list[str] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(db: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
     env.update(GUIDERAG_DB=db, GUIDERAG_PROGRESS="0", **extra)
@@ -82,7 +76,7 @@ def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None]
     urls: list[str] = []
     try:
         for i in range(count):
-            port = _free_port()
+            port = free_port()
             log = open(logs / f"serve-{i}.log", "wb")
             root = index_roots[i] if i < len(index_roots) else None
             extra = {"GUIDERAG_INDEX_ROOT": str(root)} if root is not None else {}
@@ -91,25 +85,14 @@ def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None]
             log.close()
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs):
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while True:
-                try:
-                    if requests.get(url + "/readyz", timeout=60).status_code == 200:
-                        break
-                except requests.RequestException:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise InputError(f"a replica did not start ({url}); see {logs}")
-                time.sleep(0.2)
+            if not wait_until_serving(proc, lambda: answers_200(url + "/readyz", timeout_s=60), START_TIMEOUT_S):
+                raise EvalError(f"a replica did not start ({url}); see {logs}")
         yield urls
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc)
 
 
 def audit_count(db: str) -> int:

@@ -15,7 +15,8 @@ GuideragError
 │   └── StoreVersionError the store's schema is newer than this guiderag (or, read-only, older)
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
-├── EvalError         an evaluation run could not go on (e.g. a worker process died)
+├── EvalError         an evaluation or benchmark run could not go on (a worker process
+│                     died, a benchmark's replica did not start)
 └── ModelError        the language model is unreachable or failing
     ├── ModelNotConfiguredError (also an InputError: exit 2)
     ├── ModelBusyError    no free model slot within model_queue_timeout_s
@@ -127,4 +128,5 @@ class ModelReplyError(ModelError):
 
 
 class EvalError(GuideragError):
-    """An evaluation run could not go on (a worker process died); the partial results are kept."""
+    """An evaluation or benchmark run could not go on (a worker process died, a replica did not
+    start); an evaluation keeps its partial results."""

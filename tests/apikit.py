@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
-import requests
+from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
 
 START_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -40,21 +32,8 @@ def serve(db: Path | str, log: Path, **env: str) -> Iterator[str]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                if requests.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"guiderag serve did not start: {log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.1)
+        if not wait_until_serving(proc, lambda: answers_200(url + "/healthz"), START_TIMEOUT_S, poll_s=0.1):
+            raise AssertionError(f"guiderag serve did not start: {log.read_text(errors='replace')[-3000:]}")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)

@@ -58,17 +58,7 @@ class _Factory:
 
 
 def _driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="guiderag-bench-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = tb.CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", "--lang=ja-JP", f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(tb.CHROMEDRIVER), options=options)
+    return tb.chromium(tempfile.mkdtemp(prefix="guiderag-bench-chromium-"))
 
 
 def _choose_mode(driver, mode: str) -> None:

@@ -23,15 +23,15 @@ import contextlib
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from guiderag.processes import free_port, stop_process, wait_until_serving
 
 START_TIMEOUT_S = 240.0
 MODEL_NAME = "gemma-3-270m"  # what we send as the model; the server serves its one model whatever the name
@@ -93,12 +93,6 @@ def model_path() -> Path:
     return final
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _ready(base_url: str) -> bool:
     try:
         with urllib.request.urlopen(base_url + "/models", timeout=2) as reply:
@@ -114,7 +108,7 @@ def serve(log_dir: Path | None = None) -> Iterator[LocalModel]:
     if problem:
         raise RuntimeError(problem)
     path = model_path()
-    port = _free_port()
+    port = free_port()
     log = Path(log_dir or tempfile.mkdtemp(prefix="guiderag-llm-")) / "llama-server.log"
     argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", "4096", "--chat_format", "gemma",
@@ -123,23 +117,13 @@ def serve(log_dir: Path | None = None) -> Iterator[LocalModel]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _ready(base_url):
-            if proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}: "
-                                   f"{log.read_text(errors='replace')[-2000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not serve within {START_TIMEOUT_S:g} s: "
-                                   f"{log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.5)
+        if not wait_until_serving(proc, lambda: _ready(base_url), START_TIMEOUT_S, poll_s=0.5):
+            why = (f"exited with {proc.returncode}" if proc.poll() is not None
+                   else f"did not serve within {START_TIMEOUT_S:g} s")
+            raise RuntimeError(f"llama_cpp.server {why}: {log.read_text(errors='replace')[-2000:]}")
         yield LocalModel(base_url, MODEL_NAME, log, proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+        stop_process(proc)
 
 
 def model_settings(model: LocalModel, **overrides: Any) -> Any:

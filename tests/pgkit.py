@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from apikit import free_port
+from guiderag.processes import free_port
 
 START_TIMEOUT_S = 60.0
 

@@ -11,18 +11,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
+from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
 from guiderag.ui.bootstrap import ensure_corpus
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
 from openai_stub import OpenAIStub  # tests/ is on sys.path (conftest.py)
@@ -92,12 +91,6 @@ def _need_browser() -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def prepared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("browser") / "guiderag.db"
@@ -127,7 +120,7 @@ def streamlit_app(
 ) -> Iterator[str]:
     """Run `streamlit run app.py` (of this checkout, or of `app_dir`) with these
     GUIDERAG_/OPENAI_ settings; yield its URL."""
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
     env.update(settings_env)
     log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
@@ -140,40 +133,32 @@ def streamlit_app(
         )
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(url + "_stcore/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start: {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.2)
+        if not wait_until_serving(proc, lambda: answers_200(url + "_stcore/health"), START_TIMEOUT_S):
+            pytest.fail(f"streamlit did not start: {log.read_text(errors='replace')[-2000:]}")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator["object"]:
-    _need_browser()
+def chromium(profile: Path | str) -> Any:
+    """Debian's headless Chromium through chromedriver, with its profile in `profile`."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    profile = tempfile.mkdtemp(prefix="guiderag-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", "--lang=ja-JP", f"--user-data-dir={profile}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator["object"]:
+    _need_browser()
+    profile = tempfile.mkdtemp(prefix="guiderag-chromium-")
+    driver = chromium(profile)
     try:
         yield driver
     finally:
@@ -348,7 +333,9 @@ def test_chat_in_chromium(browser, server: str, prepared_store: Path, model: Ope
     assert SUMMARY_LABEL in summary.text
     assert SUMMARY.split("。")[0] in summary.text
     first_quote = reply.find_element(By.CSS_SELECTOR, ".grag-quote")
-    assert summary.location["y"] < first_quote.location["y"]
+    # both positions in one script: read one by one, the chat may scroll in between
+    tops = browser.execute_script("return Array.from(arguments, e => e.getBoundingClientRect().top)", summary, first_quote)
+    assert tops[0] < tops[1]
     screenshot(browser, "desktop-generate.png")
 
     # Latency, extract mode, on a fresh page: Enter -> answer on screen, in the page's clock.

@@ -2,10 +2,10 @@
 PostgreSQL store give the same answers, and every request is audited exactly once."""
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -13,7 +13,7 @@ import psycopg
 import pytest
 import requests
 
-from apikit import clean_env, free_port, serve
+from apikit import clean_env, serve
 
 QUESTIONS = ["胸腺腫瘍にはどのような治療法がありますか？", "抗がん剤の副作用が心配です",
              "骨折したときのギプスの巻き方を教えてください", "放射線治療の副作用は？"]
@@ -80,48 +80,21 @@ def test_two_api_replicas_answer_alike_and_audit_each_request_once(sample_pg, tm
 
 
 @pytest.mark.browser
-def test_two_chat_processes_over_one_store_answer_alike(sample_pg, tmp_path: Path) -> None:
+def test_two_chat_processes_over_one_store_answer_alike(sample_pg, tmp_path: Path,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
     """Two real Streamlit processes (the chat page), each asked the same question in Chromium."""
-    from test_browser import START_TIMEOUT_S, _need_browser, last_message, open_chat, send
+    from test_browser import _need_browser, chromium, last_message, open_chat, send, streamlit_app
 
     _need_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service as ChromeService
     from selenium.webdriver.common.by import By
 
-    from test_browser import CHROMEDRIVER, CHROMIUM
-
     url, xdg = sample_pg
-    procs, bases = [], []
-    repo = Path(__file__).resolve().parents[1]
-    for i in range(2):
-        port = free_port()
-        log = open(tmp_path / f"streamlit-{i}.log", "wb")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-            cwd=repo, env=clean_env(GUIDERAG_DB=url, XDG_DATA_HOME=str(xdg)), stdout=log, stderr=subprocess.STDOUT))
-        log.close()
-        bases.append(f"http://127.0.0.1:{port}/")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tmp_path / "chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", "--lang=ja-JP", f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=ChromeService(CHROMEDRIVER), options=options)
-    try:
-        for base in bases:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while True:
-                try:
-                    if requests.get(base + "_stcore/health", timeout=2).status_code == 200:
-                        break
-                except requests.RequestException:
-                    pass
-                assert time.monotonic() < deadline, (tmp_path / "streamlit-0.log").read_text(errors="replace")
-                time.sleep(0.2)
+    chat = contextlib.contextmanager(streamlit_app)
+    with contextlib.ExitStack() as running:
+        bases = [running.enter_context(chat(tmp_path_factory, {"GUIDERAG_DB": url, "XDG_DATA_HOME": str(xdg)}))
+                 for _ in range(2)]
+        driver = chromium(tmp_path / "chromium")
+        running.callback(driver.quit)
         before = audit_rows(url)
         shown = []
         for base in bases:
@@ -131,12 +104,3 @@ def test_two_chat_processes_over_one_store_answer_alike(sample_pg, tmp_path: Pat
             shown.append([q.text for q in reply.find_elements(By.CSS_SELECTOR, ".grag-quote")])
         assert shown[0] and shown[0] == shown[1]
         assert audit_rows(url) == before + 2
-    finally:
-        driver.quit()
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
