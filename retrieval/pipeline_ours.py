@@ -85,7 +85,7 @@ from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
 from .passages import is_question_title
-from .query import Query, QueryBuilder, Slot
+from .query import PARTS_JOIN, Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
 
@@ -425,7 +425,9 @@ class OursRetriever(Retriever):
         if ignored:
             notes.append("keywords found nowhere in the corpus (ignored): " + ", ".join(ignored))
         vocab = self.data.term_vocab
-        fired = [e for e in (extended or base).expansions if e.target in vocab]
+        # a target said through its words (胃+切除, Slot.parts) fired when the corpus has them all
+        fired = [e for e in (extended or base).expansions
+                 if e.target in vocab or all(w in vocab for w in e.target.split(PARTS_JOIN))]
         return RetrievalResult(
             question=question,
             keywords=list(keywords),

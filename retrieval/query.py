@@ -45,6 +45,9 @@ from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term
 
+# How an expansion to a compound's words names its target (胃+切除: Slot.parts).
+PARTS_JOIN = "+"
+
 # Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
 SUDACHI_SPAN = 3
 
@@ -402,7 +405,7 @@ class QueryBuilder:
         for x in covered:
             if x.parts_weight < lam and not (set(words) <= {x.term}):
                 x.parts, x.parts_weight, x.junctions = words, lam, ()
-        _note(expansions, Expansion(source, "+".join(words), lam, PATIENT, tuple(x.term for x in covered)))
+        _note(expansions, Expansion(source, PARTS_JOIN.join(words), lam, PATIENT, tuple(x.term for x in covered)))
 
     def _sudachi(self, tokens: list, slots: dict[str, Slot], expansions: list[Expansion]) -> None:
         """Sudachi's synonyms for the words of the question the corpus never uses: every run

@@ -74,6 +74,8 @@ def test_a_patient_table_target_is_found_where_its_words_meet(settings) -> None:
     assert take is not None and take.parts == ("胃", "切除")
     assert take.parts_weight == pytest.approx(settings.patient_table_weight * settings.compound_parts_weight)
     assert any(e.target == "胃+切除" for e in query.expansions)
+    assert {"source": "胃を取っ", "target": "胃+切除"}.items() <= next(
+        e for e in r.search(question).expansions if e["target"] == "胃+切除").items()  # listed in the answer
     off = retrieval.load_retriever(settings.replace(compound_parts_weight=0.0)).query(question)[0]
     assert off.slot("取る").parts == () and not any(e.target == "胃+切除" for e in off.expansions)
     assert _top(settings, question, compound_parts_weight=0.0) < _top(settings, question)
