@@ -9,7 +9,11 @@ settings.frame_word_weight; a word with a light affix the corpus never uses, 切
 slot of its word, 切除) and alternatives A(s): the corpus terms that count as finding it,
 each with a weight lambda(a) <= 1 (the term itself 1; a corpus term a compound cut short by
 MeCab begins 1, 高額療養 -> 高額療養費制度; the expansions of retrieval.expansion below 1: the
-patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩). A slot's idf I(s) is its
+patient table 髪が抜ける -> 脱毛, Sudachi's synonyms お産 -> 分娩; with
+settings.compound_parts_weight > 0, a compound the corpus never uses whose words it does,
+胃切除: 胃 and 切除, has one more, its words said together: found in x at lambda times the
+least w(word, x) when one line span of x (for C(P), of P) holds every word and the
+character bigrams where they join, 胃切). A slot's idf I(s) is its
 term's idf when the corpus has the term, else the best idf of its known alternatives, else
 the idf of an unseen term times settings.unknown_term_weight. For a passage x (a window of
 lines under its heading, headed by its page's title), each channel gives
@@ -66,7 +70,7 @@ settings.reference_chars characters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -81,7 +85,7 @@ from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import clean_keywords, highest_idf_nouns
 from .passages import is_question_title
-from .query import Query, QueryBuilder, Slot
+from .query import PARTS_JOIN, Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
 
@@ -96,6 +100,19 @@ class _Channel:
     unknown: list[str]
     window_present: np.ndarray | None = None
     span_present: np.ndarray | None = None
+
+
+@dataclass
+class _Spec:
+    """One slot of a channel: its mass, its alternatives' (column, lambda), and the columns
+    of a compound's words found together (Slot.parts) with their weight."""
+
+    mass: float
+    cols: list[tuple[int, float]]
+    parts: list[int] = field(default_factory=list)
+    parts_weight: float = 0.0
+    # per passage, page and line span: whether one line span holds the parts said together
+    together: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 # At most this many passages above the threshold are considered for the reference.
@@ -180,7 +197,7 @@ class OursRetriever(Retriever):
         return [[(self.slot_mass(s), dict(s.alternatives)) for s in q.slots] for q in (base, extended) if q is not None]
 
     # -- scoring --------------------------------------------------------------------
-    def _term_specs(self, query: Query) -> tuple[list[tuple[float, list[tuple[int, float]]]], list[str]]:
+    def _term_specs(self, query: Query) -> tuple[list[_Spec], list[str]]:
         vocab = self.data.term_vocab
         specs = []
         unknown = []
@@ -188,37 +205,79 @@ class OursRetriever(Retriever):
             cols = [(vocab[a], lam) for a, lam in slot.alternatives.items() if a in vocab]
             if not cols:
                 unknown.append(slot.term)
-            specs.append((self.slot_mass(slot), cols))
+            parts = [vocab[p] for p in slot.parts if p in vocab] if slot.parts_weight > 0 else []
+            if len(parts) != len(slot.parts):
+                parts = []
+            spec = _Spec(self.slot_mass(slot), cols, parts, slot.parts_weight)
+            if parts:
+                grams = [self.data.bigram_vocab.get(g) for g in slot.junctions]
+                if any(g is None for g in grams):  # the words are never said next to each other
+                    spec.parts = []
+                else:
+                    spec.together = self._together(parts, [g for g in grams if g is not None])
+            specs.append(spec)
         return specs, unknown
 
-    def _bigram_specs(self, query: Query) -> list[tuple[float, list[tuple[int, float]]]]:
+    def _together(self, cols: list[int], grams: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Whether a compound's words are said together (Slot.parts): per line span, that it
+        holds all the words and the bigrams where they join (胃切 of 胃切除); per passage and
+        per page, that one of its spans does (a passage without spans: its window holds the
+        words)."""
+        d = self.data
+
+        spans = np.zeros(d.spans_terms.shape[0], dtype=bool)
+        if len(spans):
+            sub = sp.hstack([d.spans_terms[:, cols], *([d.spans_bigrams[:, grams]] if grams else [])]).tocsr()
+            spans = np.asarray(sub.min(axis=1).todense()).ravel() > 0
+        first, end = d.passage_span_first, d.passage_span_end
+        window = np.asarray(d.passages_terms[:, cols].min(axis=1).todense()).ravel() > 0
+        passage = window.copy()  # no spans: the window
+        ok = np.flatnonzero(end > first)
+        if len(ok):
+            vals = np.append(spans.astype(np.float32), np.float32(0.0))
+            idx = np.empty(2 * len(ok), dtype=np.int64)
+            idx[0::2] = first[ok]
+            idx[1::2] = end[ok]
+            passage[ok] = np.maximum.reduceat(vals, idx)[0::2] > 0
+        page = np.zeros(d.n_pages, dtype=bool)
+        np.logical_or.at(page, d.passage_page, passage)
+        return passage, page, spans
+
+    def _bigram_specs(self, query: Query) -> list[_Spec]:
         vocab, idf = self.data.bigram_vocab, self.data.bigram_idf
         specs = []
         for gram, q in query.bigrams.items():
             j = vocab.get(gram)
-            specs.append((q * (float(idf[j]) if j is not None else self._unseen_query), [(j, 1.0)] if j is not None else []))
+            specs.append(_Spec(q * (float(idf[j]) if j is not None else self._unseen_query),
+                               [(j, 1.0)] if j is not None else []))
         return specs
 
     @staticmethod
-    def _channel(specs: list[tuple[float, list[tuple[int, float]]]], unknown: list[str],
+    def _channel(specs: list[_Spec], unknown: list[str],
                  passages: sp.csc_matrix, pages: sp.csc_matrix, spans: sp.csc_matrix | None = None) -> _Channel:
         """One channel's shares of the question's mass, for every passage and page: each
-        slot adds mass * (its best alternative's lambda * w) over the total mass."""
-        mass = sum(m for m, _ in specs)
-        if mass <= 0 or not any(cols for _, cols in specs):
+        slot adds mass * (its best alternative's lambda * w) over the total mass, where a
+        compound found through its words (Slot.parts) is one more alternative, of weight
+        parts_weight * the least w of its words."""
+        mass = sum(x.mass for x in specs)
+        if mass <= 0 or not any(x.cols or x.parts for x in specs):
             return _Channel(None, None, unknown)
         lin_cols: list[int] = []
         lin_w: list[float] = []
-        multi: list[tuple[float, list[int], np.ndarray]] = []
-        for m, cols in specs:
-            if len(cols) == 1:
+        multi: list[tuple[float, list[int], np.ndarray, list[int], float,
+                          tuple[np.ndarray, np.ndarray, np.ndarray] | None]] = []
+        for x in specs:
+            m, cols = x.mass, x.cols
+            if len(cols) == 1 and not x.parts:
                 lin_cols.append(cols[0][0])
                 lin_w.append(m * cols[0][1] / mass)
-            elif cols:
-                multi.append((m / mass, [c for c, _ in cols], np.asarray([lam for _, lam in cols], dtype=np.float32)))
+            elif cols or x.parts:
+                multi.append((m / mass, [c for c, _ in cols], np.asarray([lam for _, lam in cols], dtype=np.float32),
+                              x.parts, x.parts_weight, x.together))
         vec = np.asarray(lin_w, dtype=np.float32)
 
-        def share(matrix: sp.csc_matrix, presence: bool = False) -> np.ndarray:
+        def share(matrix: sp.csc_matrix, presence: bool = False, level: int = 0) -> np.ndarray:
+            """level: 0 passages, 1 pages, 2 line spans (which `together` array applies)."""
             out = np.zeros(matrix.shape[0], dtype=np.float32)
             if lin_cols:
                 sub = matrix[:, lin_cols]
@@ -226,19 +285,31 @@ class OursRetriever(Retriever):
                     sub = sub.copy()
                     sub.data = np.ones_like(sub.data)
                 out += sub @ vec
-            for part, cols, lams in multi:  # a slot with several alternatives: the best one
-                sub = matrix[:, cols]
-                if presence:
-                    sub = sub.copy()
-                    sub.data = np.ones_like(sub.data)
-                best = (sub @ sp.diags(lams)).max(axis=1)
-                out += np.float32(part) * np.asarray(best.todense(), dtype=np.float32).ravel()
+            for part, cols, lams, words, lam_words, together in multi:  # several alternatives: the best one
+                best = np.zeros(matrix.shape[0], dtype=np.float32)
+                if cols:
+                    sub = matrix[:, cols]
+                    if presence:
+                        sub = sub.copy()
+                        sub.data = np.ones_like(sub.data)
+                    best = np.asarray((sub @ sp.diags(lams)).max(axis=1).todense(), dtype=np.float32).ravel()
+                if words:  # the compound's words together: the least of their weights
+                    sub = matrix[:, words]
+                    if presence:
+                        sub = sub.copy()
+                        sub.data = np.ones_like(sub.data)
+                    least = np.asarray(sub.min(axis=1).todense(), dtype=np.float32).ravel()
+                    if together is not None:  # only where one line span says them together
+                        least = least * together[level]
+                    best = np.maximum(best, np.float32(lam_words) * least)
+                out += np.float32(part) * best
             return out
 
         if spans is None:
-            return _Channel(share(passages), share(pages), unknown)
+            return _Channel(share(passages), share(pages, level=1), unknown)
         # presence shares of the window and of each span (see the module docstring)
-        return _Channel(share(passages), share(pages), unknown, share(passages, True), share(spans))
+        return _Channel(share(passages), share(pages, level=1), unknown, share(passages, True),
+                        share(spans, level=2))
 
     def scores(self, question: str, keywords: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
         """(passage scores, page scores, query terms, unknown terms) for a query. With
@@ -354,7 +425,9 @@ class OursRetriever(Retriever):
         if ignored:
             notes.append("keywords found nowhere in the corpus (ignored): " + ", ".join(ignored))
         vocab = self.data.term_vocab
-        fired = [e for e in (extended or base).expansions if e.target in vocab]
+        # a target said through its words (胃+切除, Slot.parts) fired when the corpus has them all
+        fired = [e for e in (extended or base).expansions
+                 if e.target in vocab or all(w in vocab for w in e.target.split(PARTS_JOIN))]
         return RetrievalResult(
             question=question,
             keywords=list(keywords),

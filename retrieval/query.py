@@ -10,12 +10,18 @@ Each distinct term of the question is a slot. A slot has
   the kind of answer asked for (retrieval.framing.ANSWER_FRAMES: 違い, 方法, 時期) weighs
   settings.frame_word_weight more;
 - a word the corpus never uses that is a word it does use with a light affix (切除後,
-  治療中, 年齢的, お餅: LIGHT_PREFIXES, LIGHT_SUFFIXES) is that word: the slot of 切除;
+  治療中, 年齢的, お餅, 下痢気味: LIGHT_PREFIXES, LIGHT_SUFFIXES) is that word: the slot of
+  切除; a light affix also read as a word of its own (気味) is then no slot;
 - alternatives: the corpus terms that count as finding it, each with a weight lambda <= 1:
   the term itself (1) when the corpus has it, a corpus term it begins (1; MeCab cut the
   question's compound short: 高額療養 -> 高額療養費制度), and the expansions
   (retrieval.expansion: the patient table for every term, Sudachi's synonyms for a term
-  the corpus never uses), below 1.
+  the corpus never uses), below 1;
+- parts (with settings.compound_parts_weight > 0): a compound the corpus never uses whose
+  words it does use (胃切除, 再発胃がん) is found where one line says those words next to
+  each other (the bigrams where they join, 胃切, in that line too), at that weight; a
+  patient table target the guideline never uses whose words it does (胃切除 where it says
+  胃を切除) is found where one line says its words, at patient_table_weight times it.
 A slot's idf is its term's when the corpus has it, else that of its best alternative,
 else the idf of an unseen term (times settings.unknown_term_weight). The scoring formula
 is in retrieval.pipeline_ours.
@@ -39,6 +45,9 @@ from .framing import ANSWER_FRAMES
 from .specificity import weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term
 
+# How an expansion to a compound's words names its target (胃+切除: Slot.parts).
+PARTS_JOIN = "+"
+
 # Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
 SUDACHI_SPAN = 3
 
@@ -58,6 +67,12 @@ class Slot:
     surface: str = ""
     kind: str = ""
     specificity: float = 1.0  # applied to `weight` when the corpus never uses the term
+    # a compound the corpus never uses whose words it does: found, at parts_weight, where
+    # all its words are (胃切除 where 胃 and 切除 are), the least of their weights
+    parts: tuple[str, ...] = ()
+    parts_weight: float = 0.0
+    # the character bigrams where those words join (胃切除: 胃切): said next to each other
+    junctions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -85,7 +100,7 @@ _HONORIFIC = ("お", "ご", "御")
 # retrieval.framing.join_after). Not 抗, 再, 非 (抗がん剤), nor the suffixes that make
 # another word of it: 剤, 病, 炎, 率, 症, 法, 線 (糖尿病 is no 糖尿).
 LIGHT_PREFIXES = frozenset({"御"})
-LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達"})
+LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達", "気味"})
 
 
 def lookup_forms(term: Term) -> list[str]:
@@ -168,6 +183,27 @@ class QueryBuilder:
         uses is, once its light affixes are taken off (切除後 -> 切除, 抗がん剤治療中 ->
         薬物療法 with the maintainer's synonyms, お餅 -> 餅); None when it has no light affix
         or the rest is no word the corpus uses (御正月 -> 正月, never used: the slot stays)."""
+        bare = self.bare(term)
+        if bare is None or bare[0] not in self.vocab:
+            return None
+        return bare
+
+    def affixes(self, term: Term) -> set[str]:
+        """The light affixes (as the analyzer's forms) at the ends of a compound or affixed word."""
+        tokens = tokenize(term.surface)
+        out: set[str] = set()
+        lo, hi = 0, len(tokens)
+        while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
+            out.add(tokens[lo].form)
+            lo += 1
+        while hi > lo and tokens[hi - 1].form in LIGHT_SUFFIXES:
+            out.add(tokens[hi - 1].form)
+            hi -= 1
+        return out
+
+    def bare(self, term: Term) -> tuple[str, str] | None:
+        """(term, surface) of a compound or affixed word without its light affixes (御正月 ->
+        正月, 下痢気味 -> 下痢), whether or not the corpus uses it; None without one."""
         if term.kind not in (COMPOUND, AFFIXED):
             return None
         tokens = tokenize(term.surface)
@@ -180,9 +216,35 @@ class QueryBuilder:
             return None
         surface = "".join(t.surface for t in tokens[lo:hi])
         terms = self.analyzer.terms(surface)
-        if not terms or terms[0].text not in self.vocab:
+        if not terms:
             return None
         return terms[0].text, surface
+
+    def known_words(self, term: Term) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The words of a compound, its light affixes taken off (再発胃がん -> 再発, 胃癌;
+        胃切除後 -> 胃, 切除), when the corpus uses every one of them, else (); and the
+        character bigrams where they join (胃切)."""
+        bare = self.bare(term)
+        surface = bare[1] if bare is not None else term.surface
+        terms = self.analyzer.terms(surface)
+        if not terms or terms[0].kind != COMPOUND:
+            return (), ()
+        words: list[str] = []
+        joined = ""
+        cuts: list[int] = []
+        for t in terms[1:]:
+            if joined == surface:
+                break
+            if not surface.startswith(joined + t.surface):
+                return (), ()
+            if joined:
+                cuts.append(len(joined))
+            joined += t.surface
+            words.append(t.text)
+        if joined != surface or len(words) < 2 or not all(w in self.vocab for w in words):
+            return (), ()
+        junctions = [g for k in cuts for g in char_bigrams([surface[k - 1 : k + 1]])]
+        return tuple(dict.fromkeys(words)), tuple(dict.fromkeys(junctions))
 
     def specificity(self, term: Term) -> float:
         s = self.settings
@@ -211,6 +273,7 @@ class QueryBuilder:
         analysis = self.analyzer.analysis_of_query_tokens(tokens)
         local: dict[str, Slot] = {}
         stems: dict[str, str] = {}  # surface of a word its stem stands in for -> the stem's surface
+        stripped: set[str] = set()  # light affixes taken off such words (気味 of 下痢気味)
         for term in analysis.terms:
             name = term.text
             alternatives: dict[str, float] = {}
@@ -229,11 +292,15 @@ class QueryBuilder:
                     # the word with a light affix is its word: 切除後 is found where 切除 is
                     self._merge(local, Slot(stem[0], 1.0, {stem[0]: 1.0}, stem[1], NOUN))
                     stems[term.surface] = stem[1]
+                    stripped.update(self.affixes(term))
                     continue
+                parts: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
                 if term.kind == VERB:
                     w = s.verb_weight * s.unknown_verb_weight
                 elif term.kind == COMPOUND:
                     w = s.unknown_compound_weight
+                    if s.compound_parts_weight > 0:
+                        parts = self.known_words(term)
                 elif term.kind == AFFIXED and any(
                     p.kind in _WORD_KINDS and p.text in vocab and p.text in name for p in analysis.terms
                 ):
@@ -243,12 +310,20 @@ class QueryBuilder:
                 spec = self.specificity(term)
             if name in ANSWER_FRAMES:
                 w *= s.frame_word_weight
-            self._merge(local, Slot(name, w, alternatives, term.surface, term.kind, spec))
+            slot = Slot(name, w, alternatives, term.surface, term.kind, spec)
+            if name not in vocab and parts[0]:
+                slot.parts, slot.junctions = parts
+                slot.parts_weight = s.compound_parts_weight
+            self._merge(local, slot)
+        for affix in stripped:
+            # a light affix the corpus never uses, also read as a word (気味): no topic
+            if affix in local and affix not in vocab and not local[affix].alternatives:
+                del local[affix]
         self._expand(tokens, analysis.terms, local, expansions)
         for slot in local.values():
             if slot.term not in vocab:
                 slot.weight *= slot.specificity
-            if known_only and not slot.alternatives:
+            if known_only and not slot.alternatives and not slot.parts:
                 continue
             self._merge(slots, slot)
         for span in analysis.spans:
@@ -274,6 +349,8 @@ class QueryBuilder:
             slots[slot.term] = slot
             return
         old.weight = max(old.weight, slot.weight)
+        if slot.parts and slot.parts_weight > old.parts_weight:
+            old.parts, old.parts_weight, old.junctions = slot.parts, slot.parts_weight, slot.junctions
         for a, lam in slot.alternatives.items():
             if old.alternatives.get(a, 0.0) < lam:
                 old.alternatives[a] = lam
@@ -289,8 +366,11 @@ class QueryBuilder:
                 covered = [x for x in slots.values()
                            if any(sf in x.surface or x.surface in sf for sf in surfaces if x.surface)]
                 own = {tokens[i].form for i in match.positions} | {"".join(tokens[i].form for i in match.positions)}
-                for target_word in match.targets:
-                    target = self.target_term(target_word, complete=True)
+                found = [self.target_term(t, complete=True) for t in match.targets]
+                if not any(found):  # none in this guideline: its words, where they meet
+                    for target_word in match.targets:
+                        self._target_words(target_word, source, covered, slots, expansions)
+                for target in found:
                     if target is None or target in own:
                         continue  # not in this guideline, or the question's own word
                     if not covered:
@@ -304,6 +384,28 @@ class QueryBuilder:
                                                 tuple(x.term for x in covered)))
         if self.sudachi is not None and s.synonym_dict_weight > 0:
             self._sudachi(tokens, slots, expansions)
+
+    def _target_words(self, target_word: str, source: str, covered: list[Slot], slots: dict[str, Slot],
+                      expansions: list[Expansion]) -> None:
+        """A patient table target this guideline never uses as a whole whose words it does
+        use (胃切除 where the guideline says 胃の切除): the phrase is found, at
+        patient_table_weight * compound_parts_weight, where the words meet (Slot.parts)."""
+        s = self.settings
+        if s.compound_parts_weight <= 0:
+            return
+        terms = self.analyzer.terms(target_word)
+        # reviewed words: said together on one line, not necessarily next to each other
+        words = self.known_words(terms[0])[0] if terms else ()
+        if not words:
+            return
+        lam = s.patient_table_weight * s.compound_parts_weight
+        if not covered:
+            covered.append(Slot(source, s.verb_weight, {}, source, VERB))
+            slots[source] = covered[0]
+        for x in covered:
+            if x.parts_weight < lam and not (set(words) <= {x.term}):
+                x.parts, x.parts_weight, x.junctions = words, lam, ()
+        _note(expansions, Expansion(source, PARTS_JOIN.join(words), lam, PATIENT, tuple(x.term for x in covered)))
 
     def _sudachi(self, tokens: list, slots: dict[str, Slot], expansions: list[Expansion]) -> None:
         """Sudachi's synonyms for the words of the question the corpus never uses: every run

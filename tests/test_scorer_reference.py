@@ -38,12 +38,17 @@ def _texts(analyzer, page: PageVersion) -> tuple[list[list[str]], list[list[str]
 
 
 def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[tuple[str, float, dict[str, float]]],
-                     bigrams: dict[str, float]) -> np.ndarray:
+                     bigrams: dict[str, float], parts: dict[str, tuple[tuple[str, ...], float, tuple[str, ...]]] | None = None
+                     ) -> np.ndarray:
     """Every passage's score, in the order the index lists them, by the documented formula.
 
     `slots`: (term, query weight q, alternatives {corpus term: lambda}); `bigrams`: bigram ->
     query weight. A slot's idf is its term's, else its best alternative's, else the unseen
-    idf; a passage finds a slot at the best lambda * w of the alternatives it holds."""
+    idf; a passage finds a slot at the best lambda * w of the alternatives it holds.
+    `parts`: term -> (its compound's words, their weight, the bigrams where they join): one
+    more alternative, found in a passage (page, line span) one of whose line spans holds
+    every word and junction, at weight * the least w of the words."""
+    parts = parts or {}
     analyzer = make_analyzer(settings)
     s = settings
     n_pages = len(pages)
@@ -52,6 +57,7 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
     page_terms: list[set[str]] = []
     page_grams: list[set[str]] = []
     page_counts: list[tuple[Counter, Counter]] = []  # the whole page: its title and every line
+    page_spans: list[list[tuple[set[str], set[str]]]] = []  # per page: the spans of its passages
     for number, page in enumerate(pages):
         terms, grams = _texts(analyzer, page)
         page_terms.append({t for ts in terms for t in ts})
@@ -59,6 +65,7 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
         page_counts.append((Counter(t for ts in terms for t in ts), Counter(g for gs in grams for g in gs)))
         skip = body_skip(page.title, page.lines, s.heading_max_chars)
         spans = line_spans(page.lines, s.heading_max_chars, skip)
+        page_spans.append([])
         for heading, first, last in segment(page.lines, s.passage_chars, s.heading_max_chars, skip):
             texts = [0, *([heading] if heading else []), *range(first, last + 1)]
             inside = [(h, n) for h, n in spans if first <= n <= last]
@@ -69,6 +76,10 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
                 [{*terms[0], *(terms[h] if h else ()), *terms[n]} for h, n in inside],
                 [{*grams[0], *(grams[h] if h else ()), *grams[n]} for h, n in inside],
             ))
+            if inside:
+                page_spans[-1].extend(zip(rows[-1][2], rows[-1][3]))
+            else:  # a passage without spans: its window stands for one
+                page_spans[-1].append((set(rows[-1][0]), set(rows[-1][1])))
 
     def idf(df: int) -> float:
         return math.log1p((n_pages - df + 0.5) / (df + 0.5))
@@ -81,6 +92,19 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
         and per page its BM25 share (the page's title and lines as one text)."""
         words = {t for t, _, alts in query for t in (t, *alts)}
         df = {t: sum(t in ps for ps in page_sets) for t in words}
+        gram_df = {g: sum(g in ps for ps in page_grams) for _, (_, _, js) in parts.items() for g in js}
+
+        def usable(t: str) -> bool:  # a compound's words and junctions are all in the corpus
+            return which == 0 and t in parts and all(df.get(w) for w in parts[t][0]) \
+                and all(gram_df[g] for g in parts[t][2])
+
+        def said(t: str, span_sets: list[tuple[set[str], set[str]]]) -> bool:
+            words, _, joins = parts[t]
+            return any(set(words) <= ts and set(joins) <= gs for ts, gs in span_sets)
+
+        for t in parts:
+            for w in parts[t][0]:
+                df.setdefault(w, sum(w in ps for ps in page_sets))
         masses = []
         for t, q, alts in query:
             known = [idf(df[a]) for a in alts if df[a]]
@@ -95,10 +119,12 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
             norm = s.bm25_k1 * (1 - s.bm25_b + s.bm25_b * length / page_avg)
             c = 0.0
             for (t, q, alts), m in zip(query, masses):
-                found = [(lam, counts[a]) for a, lam in alts.items() if df[a] and counts[a]]
+                found = [lam * min(1.0, counts[a] / (counts[a] + norm)) for a, lam in alts.items() if df[a] and counts[a]]
+                if usable(t) and said(t, page_spans[len(of_pages)]):
+                    found.append(parts[t][1] * min(min(1.0, counts[w] / (counts[w] + norm)) for w in parts[t][0]))
                 if found:
-                    c += m * max(lam * min(1.0, n / (n + norm)) for lam, n in found)
-            of_pages.append(c / mass if known_any and mass > 0 else 0.0)
+                    c += m * max(found)
+            of_pages.append(c / mass if (known_any or any(usable(t) for t, _, _ in query)) and mass > 0 else 0.0)
         lengths = [sum(r[which].values()) for r in rows]
         avg = (sum(lengths) / len(lengths)) or 1.0
         out = []
@@ -107,16 +133,24 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
             norm = s.bm25_k1 * (1 - s.bm25_b + s.bm25_b * length / avg)
             c = p = 0.0
             each = [0.0] * len(spans)
+            window_spans = list(zip(spans, r[3])) or [(set(counts), set(r[1]))]
             for (t, q, alts), m in zip(query, masses):
                 found = [(lam, counts[a]) for a, lam in alts.items() if df[a] and counts[a]]
-                if found:
-                    c += m * max(lam * min(1.0, n / (n + norm)) for lam, n in found)
-                    p += m * max(lam for lam, _ in found)
+                sat = [lam * min(1.0, n / (n + norm)) for lam, n in found]
+                pres = [lam for lam, _ in found]
+                if usable(t) and said(t, window_spans):
+                    sat.append(parts[t][1] * min(min(1.0, counts[w] / (counts[w] + norm)) for w in parts[t][0]))
+                    pres.append(parts[t][1])
+                if sat:
+                    c += m * max(sat)
+                    p += m * max(pres)
                 for k, sp in enumerate(spans):
                     inside = [lam for a, lam in alts.items() if df[a] and a in sp]
+                    if usable(t) and said(t, [(sp, r[3][k])]):
+                        inside.append(parts[t][1])
                     if inside:
                         each[k] += m * max(inside)
-            if known_any and mass > 0:
+            if (known_any or any(usable(t) for t, _, _ in query)) and mass > 0:
                 out.append((c / mass, p / mass, [v / mass for v in each]))
             else:
                 out.append((0.0, 0.0, [0.0] * len(spans)))
@@ -167,6 +201,7 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> N
     data = build_data(pages, "v", settings, analyzer)
     retriever = OursRetriever(settings, pages, data, analyzer)
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
+    with_parts = 0
     vocab = sorted(data.term_vocab)
     rng = np.random.default_rng(seed)
     compared = 0
@@ -179,11 +214,23 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> N
             for term in rng.choice(vocab, size=2, replace=False):
                 slot.alternatives[str(term)] = float(rng.uniform(0.3, 0.9))
             multi += 1
+        if number % 3 != 1 and len(query.slots) >= 2:
+            # a compound found where its words are said together (Slot.parts): two corpus
+            # terms of the question, joined by the bigram of their first characters
+            slot = query.slots[0]
+            words = [sl.term for sl in query.slots[1:3] if sl.term in data.term_vocab]
+            if len(words) == 2 and not slot.parts:
+                slot.parts, slot.parts_weight = tuple(words), float(rng.uniform(0.3, 0.9))
+                slot.junctions = (words[0][-1] + words[1][0],) if number % 2 else ()
+                with_parts += 1
         got = retriever.query_scores(query)[0]
         want = reference_scores(pages, settings,
-                                [(sl.term, sl.weight, dict(sl.alternatives)) for sl in query.slots], query.bigrams)
+                                [(sl.term, sl.weight, dict(sl.alternatives)) for sl in query.slots], query.bigrams,
+                                {sl.term: (sl.parts, sl.parts_weight, sl.junctions) for sl in query.slots
+                                 if sl.parts and sl.parts_weight > 0})
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6, err_msg=question)
         compared += int((want > 0).sum())
     assert compared > 100  # the questions do match passages: the comparison is not all zeros
     assert multi > 0
+    assert with_parts > 0
