@@ -280,24 +280,14 @@ class OursRetriever(Retriever):
             """level: 0 passages, 1 pages, 2 line spans (which `together` array applies)."""
             out = np.zeros(matrix.shape[0], dtype=np.float32)
             if lin_cols:
-                sub = matrix[:, lin_cols]
-                if presence:
-                    sub = sub.copy()
-                    sub.data = np.ones_like(sub.data)
-                out += sub @ vec
+                out += _columns(matrix, lin_cols, presence) @ vec
             for part, cols, lams, words, lam_words, together in multi:  # several alternatives: the best one
                 best = np.zeros(matrix.shape[0], dtype=np.float32)
                 if cols:
-                    sub = matrix[:, cols]
-                    if presence:
-                        sub = sub.copy()
-                        sub.data = np.ones_like(sub.data)
+                    sub = _columns(matrix, cols, presence)
                     best = np.asarray((sub @ sp.diags(lams)).max(axis=1).todense(), dtype=np.float32).ravel()
                 if words:  # the compound's words together: the least of their weights
-                    sub = matrix[:, words]
-                    if presence:
-                        sub = sub.copy()
-                        sub.data = np.ones_like(sub.data)
+                    sub = _columns(matrix, words, presence)
                     least = np.asarray(sub.min(axis=1).todense(), dtype=np.float32).ravel()
                     if together is not None:  # only where one line span says them together
                         least = least * together[level]
@@ -522,3 +512,12 @@ class OursRetriever(Retriever):
             else:
                 misses += 1
         return out
+
+
+def _columns(matrix: sp.csc_matrix, cols: Sequence[int], presence: bool) -> sp.csc_matrix:
+    """The matrix's columns `cols`; with `presence`, every stored count read as 1."""
+    sub = matrix[:, cols]
+    if presence:
+        sub = sub.copy()
+        sub.data = np.ones_like(sub.data)
+    return sub
