@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import local_model  # noqa: E402
-import test_browser as tb  # noqa: E402  (the browser helpers: Chromium, the Streamlit app, send)
+import browserkit as tb  # noqa: E402  (the browser helpers: Chromium, the Streamlit app, send)
 
 QUESTIONS = (
     "胸腺腫瘍にはどのような診断方法がありますか？",

@@ -83,9 +83,9 @@ def test_two_api_replicas_answer_alike_and_audit_each_request_once(sample_pg, tm
 def test_two_chat_processes_over_one_store_answer_alike(sample_pg, tmp_path: Path,
                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     """Two real Streamlit processes (the chat page), each asked the same question in Chromium."""
-    from test_browser import _need_browser, chromium, last_message, open_chat, send, streamlit_app
+    from browserkit import chromium, last_message, need_browser, open_chat, send, streamlit_app
 
-    _need_browser()
+    need_browser()
     from selenium.webdriver.common.by import By
 
     url, xdg = sample_pg
