@@ -16,8 +16,8 @@ from guiderag.settings import Settings
 from guiderag.ui import session
 from guiderag.ui.text import TEXT
 from library_sites import gastric_site, thymus_site
+from test_app import ask, start_app  # tests/ is on sys.path (conftest.py)
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 GASTRIC_Q = "胃を切除した後の食事はどうすればよいですか？"
 
 
@@ -32,30 +32,18 @@ def two_store(fast_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fast_env
 
 
-def _start() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _ask(at: AppTest, question: str) -> AppTest:
-    at.chat_input[0].set_value(question).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _answers(at: AppTest) -> list[str]:
     return [m.value for m in at.markdown if re.match(r'<div class="grag-block grag-answer', m.value)]
 
 
 def test_the_sidebar_offers_each_guideline_and_the_answer_names_its_own(two_store: Path) -> None:
-    at = _start()
+    at = start_app()
     choose = at.sidebar.selectbox(key="guideline")
     assert choose.options == [TEXT["choose_auto"], "胃がんガイドブック（デモ）", "胸腺腫瘍ガイドブック（デモ）"]
     assert choose.value == "auto"
     sidebar = " ".join(m.value for m in at.sidebar.markdown)
     assert "胃がんガイドブック（デモ）" in sidebar and "胸腺腫瘍ガイドブック（デモ）" in sidebar
-    at = _ask(at, GASTRIC_Q)
+    at = ask(at, GASTRIC_Q)
     [answer] = _answers(at)
     assert "grag-governed" in answer and "回答したガイドライン：胃がんガイドブック（デモ）" in answer
     turn = at.session_state["history"][-1]
@@ -63,14 +51,14 @@ def test_the_sidebar_offers_each_guideline_and_the_answer_names_its_own(two_stor
     assert turn.pages and all("/gastric/" in url for url, _ in turn.pages)  # "read the whole page" has its lines
     # restricted to the thymus guide, the gastric question is not covered
     at.sidebar.selectbox(key="guideline").set_value("thymus").run()
-    at = _ask(at, GASTRIC_Q)
+    at = ask(at, GASTRIC_Q)
     assert "grag-notcovered" in _answers(at)[-1]
     assert at.session_state["history"][-1].answer.guideline["id"] == "thymus"
 
 
 def test_the_sidebar_warns_after_a_diverged_check_and_on_an_old_corpus(two_store: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    at = _start()
+    at = start_app()
     assert not at.sidebar.warning
     settings = Settings.load(env={}, db=two_store).replace(guideline="gastric")
     from guiderag.store import Store
@@ -81,12 +69,12 @@ def test_the_sidebar_warns_after_a_diverged_check_and_on_an_old_corpus(two_store
     settings.check_status_path.write_text(json.dumps({
         "guideline": "gastric", "status": "diverged", "checked_at": "2026-12-01T00:00:00Z",
         "last_run_id": run["id"], "changed": [{"url": "x"}]}), encoding="utf-8")
-    at = _start()
+    at = start_app()
     [warning] = at.sidebar.warning
     assert "胃がんガイドブック（デモ）" in warning.value and "食い違って" in warning.value
     settings.check_status_path.unlink()
     monkeypatch.setenv("GUIDERAG_MAX_AGE_HOURS", "0.00001")
-    at = _start()
+    at = start_app()
     assert len(at.sidebar.warning) == 2 and all("時間以上" in w.value for w in at.sidebar.warning)
 
 
@@ -94,7 +82,7 @@ def test_one_guideline_keeps_the_sidebar_as_it_was(fast_env: Path) -> None:
     with thymus_site().serve() as base:
         assert main(["scrape", base + "/thymus/index.html"]) == 0
     session._LIBRARIES.clear()
-    at = _start()
+    at = start_app()
     assert not at.sidebar.selectbox and at.sidebar.subheader[0].value == TEXT["sidebar_guideline"]
-    at = _ask(at, "胸腺腫の治療にはどのような方法がありますか？")
+    at = ask(at, "胸腺腫の治療にはどのような方法がありますか？")
     assert "回答したガイドライン" not in _answers(at)[-1]

@@ -95,8 +95,10 @@ def get_library(settings: Settings, status: StoreStatus) -> Library:
 def answering_library(shared: Library) -> Library:
     """A Library for one answer: the shared, loaded retrievers, and a store connection of its
     own (the audit row is written on it), so that answers in other threads share nothing
-    that writes."""
-    return Library(shared.settings, retrievers={gid: shared.retriever(gid) for gid in shared.ids})
+    that writes. One thread uses it, so its Chatbot shares that connection (share_store)
+    instead of opening a second one."""
+    return Library(shared.settings, retrievers={gid: shared.retriever(gid) for gid in shared.ids},
+                   share_store=True)
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
