@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from typing import Iterator, Sequence
 import requests
 
 from guiderag.errors import EvalError, InputError
-from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
+from guiderag.processes import answers_200, clean_env, free_port, stop_process, wait_until_serving
 from guiderag.settings import Settings
 from guiderag.redact import redact
 from guiderag.store import Store
@@ -61,12 +60,6 @@ class BenchRow:
     error_samples: list[str] = field(default_factory=list)
 
 
-def _env(db: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env.update(GUIDERAG_DB=db, GUIDERAG_PROGRESS="0", **extra)
-    return env
-
-
 @contextlib.contextmanager
 def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None] = ()) -> Iterator[list[str]]:
     """`count` serve processes over `db`, each ready (index loaded); yields their URLs.
@@ -81,7 +74,7 @@ def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None]
             root = index_roots[i] if i < len(index_roots) else None
             extra = {"GUIDERAG_INDEX_ROOT": str(root)} if root is not None else {}
             procs.append(subprocess.Popen([sys.executable, "-m", "guiderag", "serve", "--port", str(port)],
-                                          env=_env(db, **extra), stdout=log, stderr=subprocess.STDOUT))
+                                          env=clean_env(GUIDERAG_DB=db, **extra), stdout=log, stderr=subprocess.STDOUT))
             log.close()
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs):
@@ -189,7 +182,7 @@ def cli_cost(db: str, questions: int = 3) -> float:
     times = []
     for q in QUESTIONS[:questions]:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "guiderag", "ask", q, "--json"], env=_env(db),
+        subprocess.run([sys.executable, "-m", "guiderag", "ask", q, "--json"], env=clean_env(GUIDERAG_DB=db),
                        capture_output=True, check=True, timeout=300)
         times.append(time.perf_counter() - t0)
     return round(statistics.median(times), 3)
@@ -199,7 +192,7 @@ def sample_store(folder: Path, location: str | None = None) -> str:
     """The bundled sample scraped (with its index) into `location`, by default a new SQLite
     store in `folder`."""
     db = location or str(folder / "loadbench.db")
-    subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", db], env=_env(db),
+    subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", db], env=clean_env(GUIDERAG_DB=db),
                    capture_output=True, check=True, timeout=600)
     return db
 

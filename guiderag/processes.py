@@ -1,10 +1,12 @@
-"""Child processes serving HTTP on loopback: a free port, waiting until one serves, stopping it.
+"""Child processes serving HTTP on loopback: their environment, a free port, waiting until one
+serves, stopping it.
 
 One place for what `guiderag loadbench` does with its `serve` replicas and what the tests do
 with uvicorn, Streamlit and llama.cpp's server.
 """
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -13,6 +15,7 @@ from typing import Callable
 import requests
 
 POLL_S = 0.2
+SETTINGS_ENV_PREFIXES = ("GUIDERAG_", "OPENAI_")  # what guiderag.settings reads from the environment
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -20,6 +23,14 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """A child's environment: this one without its GUIDERAG_* / OPENAI_* settings, progress
+    bars off, plus `extra` (the child's own settings)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_ENV_PREFIXES)}
+    env.update(GUIDERAG_PROGRESS="0", **extra)
+    return env
 
 
 def answers_200(url: str, timeout_s: float = 2.0) -> bool:

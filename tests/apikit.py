@@ -3,22 +3,14 @@ and the load benchmark's tests."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Iterator
 
-from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
+from guiderag.processes import answers_200, clean_env, free_port, stop_process, wait_until_serving
 
 START_TIMEOUT_S = 60.0
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The environment without stray GUIDERAG_* / OPENAI_* values, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env.update(GUIDERAG_PROGRESS="0", **extra)
-    return env
 
 
 @contextlib.contextmanager

@@ -5,7 +5,6 @@ Used by tests/test_browser.py, tests/test_replicas.py and tests/bench_chat_concu
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from guiderag.processes import answers_200, free_port, stop_process, wait_until_serving
+from guiderag.processes import answers_200, clean_env, free_port, stop_process, wait_until_serving
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -63,8 +62,7 @@ def streamlit_app(
     """Run `streamlit run app.py` (of this checkout, or of `app_dir`) with these
     GUIDERAG_/OPENAI_ settings; yield its URL."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUIDERAG_", "OPENAI_"))}
-    env.update(settings_env)
+    env = clean_env(**settings_env)
     log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(

@@ -8,6 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/sitekit.py and friends
 
+from guiderag.processes import SETTINGS_ENV_PREFIXES  # noqa: E402
 from guiderag.settings import Settings  # noqa: E402
 
 
@@ -16,6 +17,18 @@ def fast_settings(tmp_path: Path) -> Settings:
     """Settings for scraping loopback sites fast: a store in tmp_path, no delay, tiny backoff."""
     return Settings.load(env={}, db=tmp_path / "guide.db", delay_s=0.0, backoff_s=0.01, timeout_s=5.0,
                          retries=2, progress=False)
+
+
+
+
+@pytest.fixture
+def no_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GUIDERAG_* / OPENAI_* value of the shell running pytest reaches the test."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith(SETTINGS_ENV_PREFIXES):
+            monkeypatch.delenv(key)
 
 
 @pytest.fixture
@@ -56,7 +69,7 @@ def scraped_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from guiderag.cli import main
 
     db = tmp_path_factory.mktemp("scraped-sample") / "guide.db"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(SETTINGS_ENV_PREFIXES)}
     try:
         assert main(["scrape", "--sample", "--db", str(db), "--no-progress", "--delay", "0"]) == 0
     finally:

@@ -8,8 +8,6 @@ pick up a new corpus scraped by another process without failing requests in flig
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -17,9 +15,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from apikit import clean_env, serve
+from apikit import serve
+from guiderag.processes import clean_env
 from guiderag.cli import main
 from sitekit import Site, html_page
+from storekit import copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "骨折したときのギプスの巻き方を教えてください"
@@ -33,43 +33,21 @@ def audit_rows(db: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("api-sample") / "guide.db"
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith(("GUIDERAG_", "OPENAI_"))}
-    try:
-        assert main(["scrape", "--sample", "--db", str(db), "--no-progress"]) == 0
-    finally:
-        os.environ.update(saved)
-    return db
-
-
-def copy_store(src: Path, dst_dir: Path) -> Path:
-    dst = dst_dir / "guide.db"
-    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
-        a.backup(b)
-    shutil.copytree(src.with_name(src.name + ".index"), dst.with_name(dst.name + ".index"))
-    return dst
-
-
-@pytest.fixture(scope="module")
-def api(sample_db: Path, tmp_path_factory) -> tuple[str, Path]:
+def api(scraped_sample: Path, tmp_path_factory) -> tuple[str, Path]:
     """One server over a copy of the sample store for the read-mostly tests of this module."""
-    db = copy_store(sample_db, tmp_path_factory.mktemp("api"))
+    db = copy_store(scraped_sample, tmp_path_factory.mktemp("api") / "guide.db")
     log = tmp_path_factory.mktemp("api-log") / "serve.log"
     with serve(db, log) as url:
         yield url, db
 
 
-def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, monkeypatch) -> None:
+def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, no_settings_env) -> None:
     url, db = api
     before = audit_rows(db)
     reply = requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=60)
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
     got = reply.json()
     assert audit_rows(db) == before + 1 and got["audit_id"] > 0
-    for key in list(os.environ):
-        if key.startswith(("GUIDERAG_", "OPENAI_")):
-            monkeypatch.delenv(key)
     assert main(["ask", THYMIC, "--json", "--db", str(db)]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert got["coverage"] == cli["coverage"] == "governed"
@@ -154,8 +132,8 @@ def test_readyz_is_503_without_a_corpus(tmp_path: Path) -> None:
         assert ask.status_code == 503 and ask.json()["error"]["code"] in ("no_corpus", "store_unavailable")
 
 
-def test_the_api_key_is_required_when_set(sample_db: Path, tmp_path: Path) -> None:
-    db = copy_store(sample_db, tmp_path)
+def test_the_api_key_is_required_when_set(scraped_sample: Path, tmp_path: Path) -> None:
+    db = copy_store(scraped_sample, tmp_path / "guide.db")
     with serve(db, tmp_path / "serve.log", GUIDERAG_API_KEY="s3cret-key") as url:
         before = audit_rows(db)
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret-key"},
@@ -171,8 +149,8 @@ def test_the_api_key_is_required_when_set(sample_db: Path, tmp_path: Path) -> No
         assert ok.status_code == 200 and ok.json()["coverage"] == "governed"
 
 
-def test_cors_only_for_configured_origins(sample_db: Path, tmp_path: Path) -> None:
-    db = copy_store(sample_db, tmp_path)
+def test_cors_only_for_configured_origins(scraped_sample: Path, tmp_path: Path) -> None:
+    db = copy_store(scraped_sample, tmp_path / "guide.db")
     with serve(db, tmp_path / "serve.log", GUIDERAG_API_CORS_ORIGINS="https://portal.example") as url:
         pre = {"Origin": "https://portal.example", "Access-Control-Request-Method": "POST"}
         ok = requests.options(url + "/v1/ask", headers=pre, timeout=30)

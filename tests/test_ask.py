@@ -4,7 +4,6 @@ model modes, driven through guiderag.cli.main and the Chatbot."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -32,11 +31,8 @@ def sample_db(scraped_sample) -> Path:
 
 
 @pytest.fixture()
-def db(sample_db, tmp_path, monkeypatch) -> Path:
+def db(sample_db, tmp_path, monkeypatch, no_settings_env) -> Path:
     """A private copy of the sample store (audit rows stay per test) and a clean environment."""
-    for key in list(os.environ):
-        if key.startswith(("GUIDERAG_", "OPENAI_")):
-            monkeypatch.delenv(key)
     monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
     target = tmp_path / "guide.db"
     with sqlite3.connect(sample_db) as src, sqlite3.connect(target) as dst:
@@ -160,10 +156,7 @@ def test_odd_questions_get_an_answer_or_a_refusal_never_unverified_text(db, caps
     assert "\x07" not in data["question"]
 
 
-def test_no_store_is_a_clear_error_and_creates_nothing(tmp_path, capsys, monkeypatch):
-    for key in list(os.environ):
-        if key.startswith(("GUIDERAG_", "OPENAI_")):
-            monkeypatch.delenv(key)
+def test_no_store_is_a_clear_error_and_creates_nothing(tmp_path, capsys, no_settings_env):
     missing = tmp_path / "none.db"
     assert main(["ask", THYMIC, "--db", str(missing)]) == 2  # bad input: --db names no store
     assert "scrape" in capsys.readouterr().err

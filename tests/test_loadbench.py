@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from apikit import clean_env
+from guiderag.processes import clean_env
 
 pytestmark = pytest.mark.slow
 

@@ -7,14 +7,13 @@ its password; the CLI's answers and listings are those of an SQLite store of the
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import psycopg
 
-from apikit import clean_env
+from guiderag.processes import clean_env
 from guiderag.cli import main
 from guiderag.store import Store
 from sitekit import Site, html_page
@@ -161,11 +160,9 @@ def test_rows_read_by_name_and_position_and_sql_translation() -> None:
                    "s DOUBLE PRECISION)")
 
 
-def test_main_in_process_against_postgresql(pg_database: str, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_main_in_process_against_postgresql(pg_database: str, tmp_path: Path, monkeypatch, capsys,
+                                            no_settings_env) -> None:
     """The CLI in this process too (the same code paths the tests above run in subprocesses)."""
-    for key in list(os.environ):
-        if key.startswith(("GUIDERAG_", "OPENAI_")):
-            monkeypatch.delenv(key)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert main(["scrape", "--sample", "--db", pg_database, "--no-progress"]) == 0
     capsys.readouterr()

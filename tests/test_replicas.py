@@ -13,7 +13,8 @@ import psycopg
 import pytest
 import requests
 
-from apikit import clean_env, serve
+from apikit import serve
+from guiderag.processes import clean_env
 
 QUESTIONS = ["胸腺腫瘍にはどのような治療法がありますか？", "抗がん剤の副作用が心配です",
              "骨折したときのギプスの巻き方を教えてください", "放射線治療の副作用は？"]

@@ -12,7 +12,6 @@ answer the question's own words give. The sample guideline, the real index and t
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -51,10 +50,7 @@ def sample_retriever(sample_db):
 
 
 @pytest.fixture()
-def db(sample_db, tmp_path, monkeypatch) -> Path:
-    for key in list(os.environ):
-        if key.startswith(("GUIDERAG_", "OPENAI_")):
-            monkeypatch.delenv(key)
+def db(sample_db, tmp_path, no_settings_env) -> Path:
     return copy_store(sample_db, tmp_path / "guide.db")
 
 
