@@ -12,13 +12,15 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from .app import create_app
+    from .protocol import with_request_timeout
 
     app = create_app(settings)
     print(f"guiderag: serving {settings.store_name} on http://{args.host}:{args.port} "
           f"(API key {'required' if settings.api_key else 'not set: open to anyone who can connect'})",
           file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                server_header=False, timeout_graceful_shutdown=10)
+                server_header=False, timeout_graceful_shutdown=10,
+                http=with_request_timeout(settings.api_request_timeout_s))
     return 0
 
 

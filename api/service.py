@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
@@ -115,13 +115,16 @@ class Service:
 
         return guideline_rows(self.settings)
 
-    def readiness(self) -> tuple[bool, str]:
-        """(ready, why): the store answers and the indexes of its corpora are loaded."""
+    def readiness(self, at: Callable[[str], None] = lambda stage: None) -> tuple[bool, str]:
+        """(ready, why): the store answers and the indexes of its corpora are loaded; `at`
+        hears what is asked next ("store", "index"), for api.health's deadline."""
+        at("store")
         try:
             run_id = self.last_run_id()
         except GuideragError as exc:
             return False, f"store unavailable: {exc}"
         if self._loaded is None or self._loaded.run_id != run_id:
+            at("index")
             try:
                 self.library()
             except EmptyCorpusError as exc:

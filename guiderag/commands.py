@@ -63,20 +63,35 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
 def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list[dict[str, Any]]:
     """The `guidelines --json` rows: id, title, TOC URL, pages, last scrape, status, and
     the last `guiderag check` of each (None when never checked)."""
+    from .scraper.run import DEAD_RUN_MESSAGE
     from .store import Store
+    from .store.lock import scrape_running
 
     with Store(settings.store, create=False) as store:
         counts = store.page_counts()
         rows = []
+        live_scrape: bool | None = None  # asked of the scrape lock once, when a run says running
         for g in store.guidelines(include_removed=include_removed):
             ok = store.last_run(guideline=g.id)
             latest = store.last_run(status=None, guideline=g.id)
+            if latest is not None and latest["status"] == "running":
+                if live_scrape is None:
+                    live_scrape = scrape_running(settings.store)
+                again = store.last_run(status=None, guideline=g.id)  # it may have finished meanwhile
+                if not live_scrape and again is not None and again["id"] == latest["id"] \
+                        and again["status"] == "running":
+                    # its process died (killed): shown as the next scrape will record it
+                    latest = dict(latest, status="aborted", message=DEAD_RUN_MESSAGE)
+                else:
+                    latest = again
             pages = counts.get(g.id, 0)
             if g.removed:
                 status = "removed"
             elif latest is not None and latest["status"] == "running":
                 status = "scraping"
-            elif latest is not None and latest["status"] in ("failed", "aborted"):
+            elif latest is not None and latest["status"] == "aborted":
+                status = "aborted"
+            elif latest is not None and latest["status"] == "failed":
                 status = "last_scrape_failed"
             elif not pages:
                 status = "empty"
@@ -128,9 +143,12 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
     """Mark the guideline and its pages removed (versions and audit rows kept), then drop
     its index and its last check."""
     from .retrieval.persist import remove_index
+    from .settings import check_guideline_id
     from .store import Store
     from .store.lock import scrape_lock
 
+    check_guideline_id(gid)
+    Store(settings.store, create=False).close()  # no store there: exit 2 before a lock file is made beside it
     with scrape_lock(settings.store), Store(settings.store, create=False) as store:
         pages = store.remove_guideline(gid)
     target = settings.replace(guideline=gid)

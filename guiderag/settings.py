@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError
-from .redact import redact
+from .redact import redact_url
 from .resources import default_db, is_postgres_url, shared_store_anchor
 
 # Names defined once: answer modes (extract needs no model) and retrieval pipelines.
@@ -29,7 +29,8 @@ DEFAULT_GUIDELINE = "default"
 AUTO_GUIDELINE = "auto"
 # A guideline id names folders and files beside the store: lower-case letters, digits,
 # '-' and '_'. Not the index's own names (v-*, tmp-*, CURRENT) nor words the CLI reserves.
-GUIDELINE_ID = re.compile(r"^(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}$")
+# Matched whole (fullmatch; `$` would also match before a trailing newline: "gastric\n").
+GUIDELINE_ID = re.compile(r"(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}")
 RESERVED_GUIDELINE_IDS = frozenset({AUTO_GUIDELINE, "all", "none", "current"})
 
 DEFAULT_REFUSAL = (
@@ -265,6 +266,13 @@ class Settings:
     # A PostgreSQL store: the most connections one process keeps open to it (a pool); the
     # server forks a process per connection, so each replica reuses a few.
     pg_pool_size: int = 10
+    # GET /readyz answers within this many seconds: a store (or an index load) that has not
+    # answered by then is reported not ready (503), while the check goes on in the background.
+    api_ready_timeout_s: float = 2.0
+    # A client must send its whole request (headers and body) within this many seconds of
+    # starting it (or of connecting), else it gets 408 and its connection is closed: a client
+    # trickling its request (or never sending one) cannot hold a connection for ever.
+    api_request_timeout_s: float = 30.0
 
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on
@@ -304,7 +312,7 @@ class Settings:
     @property
     def store_name(self) -> str:
         """The store as messages name it (a URL without its password)."""
-        return redact(self.store_url) if self.store_url else str(self.db)
+        return redact_url(self.store_url) if self.store_url else str(self.db)
 
     @property
     def model_configured(self) -> bool:
@@ -383,13 +391,15 @@ class Settings:
             raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
         if self.api_max_body_bytes < 1024 or self.api_max_question_chars < 1:
             raise InputError("api_max_body_bytes must be at least 1024 and api_max_question_chars at least 1")
+        if self.api_ready_timeout_s <= 0 or self.api_request_timeout_s <= 0:
+            raise InputError("api_ready_timeout_s and api_request_timeout_s must be > 0")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
             raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
 
 
 def check_guideline_id(gid: str) -> str:
     """`gid` when it can name a guideline, else InputError saying what an id may be."""
-    if not isinstance(gid, str) or not GUIDELINE_ID.match(gid) or gid in RESERVED_GUIDELINE_IDS:
+    if not isinstance(gid, str) or not GUIDELINE_ID.fullmatch(gid) or gid in RESERVED_GUIDELINE_IDS:
         raise InputError(
             f"{gid!r} cannot name a guideline: use 1-40 lower-case letters, digits, '-' or '_', "
             f"starting with a letter or digit (not v-/tmp-, not {', '.join(sorted(RESERVED_GUIDELINE_IDS))}), "

@@ -81,6 +81,34 @@ def scrape_lock(db: Path | str) -> Iterator[None]:
             handle.truncate()
 
 
+def scrape_running(db: Path | str) -> bool:
+    """Whether a live process holds the store's scrape lock now (without taking it or
+    writing anything): a run recorded as running while this is False has lost its process."""
+    if is_postgres_url(db):
+        from .pg import PgConnection
+
+        conn = PgConnection(str(db), readonly=True)
+        try:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND classid = ? AND objid = ? AND objsubid = 1)",
+                ((SCRAPE_LOCK_KEY >> 32) & 0xFFFFFFFF, SCRAPE_LOCK_KEY & 0xFFFFFFFF)).fetchone()
+            return bool(row[0])
+        finally:
+            conn.close()
+    try:
+        fd = os.open(lock_path(db, "scrape"), os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # never scraped here, or by a guiderag before the lock file
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock, if it was taken
+    return False
+
+
 @contextlib.contextmanager
 def bootstrap_lock(db: Path | str) -> Iterator[None]:
     """Wait for, then hold, the store's first-run lock."""
