@@ -4,7 +4,7 @@ Our errors are written for the maintainer at the console: they name the store's 
 index folder, the socket of a local PostgreSQL server, and what to run there. A client
 of the API (a patient portal, an EHR, an unauthenticated load balancer probing /readyz)
 is told the same thing without them: credentials are masked (guiderag.redact), the
-store's paths become "the store", any other absolute path "<path>". The whole message
+store's paths and URL become "the store", any other absolute path "<path>". The whole message
 goes to the server's log instead (`public_message(..., log=...)`).
 """
 from __future__ import annotations
@@ -24,23 +24,25 @@ _ABSOLUTE_PATH = re.compile(r"(?:(?<=[\s\"'`(=\[])|^)/(?:[^\s/\"'`()\[\]]+/)+[^\
 _STORE_WORDS = r"(?:the (?:page |SQLite |PostgreSQL )?store (?:file )?(?:at |in )?)?"
 
 
-def _store_paths(settings: Settings) -> list[str]:
-    """The paths that name where this store lives on this machine, longest first."""
+def _store_names(settings: Settings) -> list[str]:
+    """How messages name where this store lives (its paths on this machine, its URL as given
+    and as shown), longest first."""
     paths = {settings.db, settings.index_dir, settings.db.with_name(settings.db.name + ".index"),
              settings.db.parent, user_data_dir()}
     if settings.index_root is not None:
         paths.add(settings.index_root)
-    return sorted({str(p) for p in paths if str(p) not in ("", "/", ".")}, key=len, reverse=True)
+    names = {str(p) for p in paths} | ({settings.store_url, settings.store_name} if settings.store_url else set())
+    return sorted((n for n in names if n and n not in ("/", ".")), key=len, reverse=True)
 
 
 def public_message(message: str, settings: Settings, *, log: logging.Logger | None = None,
                    what: str = "") -> str:
     """`message` as a client may read it; the original goes to `log` (at WARNING) when the
     two differ, prefixed by `what` (the route, the status)."""
-    text = redact(message)
-    for path in _store_paths(settings):
-        text = re.sub(_STORE_WORDS + re.escape(path) + r"(?:/[^\s\"'`)]*)?", "the store", text)
-    text = _ABSOLUTE_PATH.sub("<path>", text)
+    text = message
+    for path in _store_names(settings):
+        text = re.sub(_STORE_WORDS + re.escape(path) + r"(?:/[^\s\"'`):;,]*)?(?![\w.-])", "the store", text)
+    text = _ABSOLUTE_PATH.sub("<path>", redact(text))
     text = text.replace(str(Path.home()), "<path>")
     if log is not None and text != message:
         log.warning("%s%s", f"{what}: " if what else "", redact(message))

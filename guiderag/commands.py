@@ -159,8 +159,25 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
     return 0
 
 
+def chat_environment(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+    """The Streamlit child's environment: this one, with the store's location (a
+    PostgreSQL URL as given, password and all, or the SQLite file) and the flags of the
+    command as the settings they set. The environment, not the command line: what is on a
+    command line anyone on the machine can read (`ps`), a process's environment only its
+    user and root."""
+    env = dict(os.environ, GUIDERAG_DB=settings.store_url or str(settings.db))
+    for flag, name in (("pipeline", "GUIDERAG_PIPELINE"), ("threshold", "GUIDERAG_THRESHOLD")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            env[name] = str(value)
+    if getattr(args, "no_progress", False):
+        env["GUIDERAG_PROGRESS"] = "0"
+    return env
+
+
 def run_chat(args: argparse.Namespace, settings: Settings) -> int:
-    """Serve the chat page with Streamlit (replaces this process)."""
+    """Serve the chat page with Streamlit (replaces this process) over the store of
+    --db / GUIDERAG_DB (chat_environment)."""
     spec = importlib.util.find_spec("guiderag.ui.page")  # ./ui in a checkout, guiderag/ui in a wheel
     if spec is None or not spec.origin:
         raise GuideragError("the chat page guiderag.ui.page is not installed: reinstall guiderag")
@@ -170,6 +187,5 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         "--server.headless", "true", "--server.address", args.host, "--server.port", str(args.port),
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
-    env = dict(os.environ, GUIDERAG_DB=str(settings.db))
-    os.execve(sys.executable, argv, env)
+    os.execve(sys.executable, argv, chat_environment(args, settings))
     return 0  # pragma: no cover - execve does not return

@@ -47,10 +47,11 @@ _PARAM = re.compile(r"(?P<sep>[?&#])(?P<name>[^=&#;?]+)=(?P<value>[^&#]*)")
 _SEMICOLON_PARAM = re.compile(r"(?P<sep>;)(?P<name>[^=&#;?]+)=(?P<value>[^&#;]*)")
 # password=... in a libpq key/value connection string ("host=db password='x y' dbname=g").
 _CONNINFO = re.compile(
-    r"(?P<name>(?<![\w-])(?:ssl)?password\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'?|\"[^\"]*\"?|[^\s'\"&]+)", re.I)
+    r"(?P<name>(?<![\w-])(?:ssl)?password\s*=\s*)(?!\*\*\*)(?P<value>'(?:[^'\\]|\\.)*'?|\"[^\"]*\"?|[^\s'\"&]+)", re.I)
 # An OpenAI-style API key quoted on its own (sk-..., sk-proj-...).
 _API_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}")
 _IPV6_HOST = re.compile(r"\[[^\]]*\]")
+_TRAILING_PUNCTUATION = re.compile(r"[.,:;!?)\]}]+$")
 
 
 def is_secret_name(name: str) -> bool:
@@ -102,12 +103,21 @@ def _redact_one_url(url: str) -> str:
     return f"{scheme}://{MASK + '@' if userinfo is not None else ''}{after}"
 
 
+def _redact_match(m: re.Match[str]) -> str:
+    """A URL found in running text, redacted; the sentence's punctuation after it (a ":",
+    ")", ".") is kept outside the mask (at worst it tells that a secret ended in one)."""
+    url = m.group(0)
+    trail = _TRAILING_PUNCTUATION.search(url)
+    end = trail.start() if trail else len(url)
+    return _redact_one_url(url[:end]) + url[end:]
+
+
 def redact(text: str) -> str:
     """`text` with every credential of every URL (and connection string) in it replaced by ***."""
     if not text:
         return text
     if "://" in text:
-        text = _URL.sub(lambda m: _redact_one_url(m.group(0)), text)
+        text = _URL.sub(_redact_match, text)
     if "assword" in text.lower():
         text = _CONNINFO.sub(lambda m: m.group("name") + MASK, text)
     if "sk-" in text:

@@ -5,6 +5,7 @@ Used by tests/test_browser.py, tests/test_replicas.py and tests/bench_chat_concu
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,23 @@ def send(driver, question: str, timeout: float = ANSWER_TIMEOUT_S, seen: list[st
 
 def last_message(driver):
     return answers(driver)[-1]
+
+
+@contextlib.contextmanager
+def guiderag_chat(db: Path | str, log: Path, **settings_env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run the real command, `guiderag chat --db DB` (which replaces itself with Streamlit),
+    on a free loopback port; yield its URL and the process."""
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "guiderag", "chat", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)],
+            cwd=Path(__file__).resolve().parents[1], env=clean_env(**settings_env), stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        if not wait_until_serving(proc, lambda: answers_200(url + "_stcore/health"), START_TIMEOUT_S):
+            pytest.fail(f"guiderag chat did not start: {log.read_text(errors='replace')[-2000:]}")
+        yield url, proc
+    finally:
+        stop_process(proc)

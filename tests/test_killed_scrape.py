@@ -60,7 +60,9 @@ def _running(db: Path | str) -> bool:
         return run is not None and run["status"] == "running"
 
 
-def test_a_killed_scrape_is_shown_aborted_not_scraping(store_at, tmp_path: Path, capsys, no_settings_env) -> None:
+def test_a_killed_scrape_is_shown_aborted_not_scraping(store_at, tmp_path: Path, capsys, no_settings_env,
+                                                       monkeypatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))  # a PostgreSQL store's workbook goes there
     site = _site()
     with site.serve() as base:
         assert main(["scrape", base + TOC, "--db", str(store_at), "--no-index", "--no-progress", "--delay", "0"]) == 0
