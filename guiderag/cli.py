@@ -197,7 +197,7 @@ def _redacted_stderr() -> Iterator[None]:
     """Everything this command writes to stderr (messages, warnings, log lines, a
     traceback) with the credentials of every URL in it masked (guiderag.redact)."""
     previous = sys.stderr
-    sys.stderr = RedactingStream(previous)  # type: ignore[assignment]
+    sys.stderr = RedactingStream(previous)
     try:
         yield
     finally:

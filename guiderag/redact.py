@@ -171,5 +171,5 @@ def redact_logging(logger: logging.Logger | None = None) -> None:
     for handler in handlers:
         if not isinstance(handler.formatter, RedactingFormatter):
             base = handler.formatter or logging.Formatter()
-            formatter = RedactingFormatter(base._fmt, base.datefmt)  # type: ignore[attr-defined]
+            formatter = RedactingFormatter(base._fmt, base.datefmt)
             handler.setFormatter(formatter)

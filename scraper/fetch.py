@@ -22,7 +22,7 @@ import urllib.robotparser
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Mapping, TypedDict
+from typing import Any, Mapping, TypedDict
 from urllib.parse import urljoin
 
 import requests
@@ -180,15 +180,15 @@ class Deadline:
 
 
 class _WatchedHTTPConnection(urllib3.connection.HTTPConnection):
-    def request(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+    def request(self, *args: Any, **kwargs: Any) -> None:
         Deadline.watch(self)
-        super().request(*args, **kwargs)  # type: ignore[arg-type]
+        super().request(*args, **kwargs)
 
 
 class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
-    def request(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+    def request(self, *args: Any, **kwargs: Any) -> None:
         Deadline.watch(self)
-        super().request(*args, **kwargs)  # type: ignore[arg-type]
+        super().request(*args, **kwargs)
 
 
 class _WatchedHTTPPool(urllib3.connectionpool.HTTPConnectionPool):
