@@ -80,7 +80,6 @@ class Library:
         title = next((g.title for g in self.guidelines if g.id == gid), "")
         return {"id": gid, "title": title}
 
-
     def retriever(self, gid: str) -> Retriever:
         """The retriever of one guideline, loaded on first use (its index rebuilt if stale)."""
         retriever = self._retrievers.get(gid)

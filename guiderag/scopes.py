@@ -13,6 +13,7 @@ eval/jsquad.py).
 """
 from __future__ import annotations
 
+import re
 import zoneinfo
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,9 @@ def _is_timezone(name: str) -> bool:
     return True
 
 
+_ORIGIN = re.compile(r"^https?://[^/\s]+$", re.I)
+_ORIGINS = Check(lambda v: all(o.strip() == "*" or _ORIGIN.match(o.strip()) for o in v.split(",") if o.strip()),
+                 "comma-separated origins such as https://portal.example.org (scheme and host, no path), or *")
 _HTTP_URL = Check(lambda v: str(v).lower().startswith(("http://", "https://")), "an http:// or https:// URL")
 _GUIDELINE = Check(lambda v: v == "" or is_guideline_id(v), GUIDELINE_ID_RULE)
 
@@ -266,7 +270,7 @@ class ApiConfig:
     api_max_question_chars: int = setting(10_000, "a longer question is refused (422); up to it, the first "
                                           "max_question_chars are answered", check=at_least(1))
     api_cors_origins: str = setting("", "origins allowed to call the API from a browser (comma-separated); "
-                                    "empty: no CORS headers")
+                                    "empty: no CORS headers", check=_ORIGINS)
 
 
 @dataclass(frozen=True)
