@@ -27,8 +27,7 @@ _STORE_WORDS = r"(?:the (?:page |SQLite |PostgreSQL )?store (?:file )?(?:at |in 
 def _store_names(settings: Settings) -> list[str]:
     """How messages name where this store lives (its paths on this machine, its URL as given
     and as shown), longest first."""
-    paths = {settings.db, settings.index_dir, settings.db.with_name(settings.db.name + ".index"),
-             settings.db.parent, user_data_dir()}
+    paths = {settings.db, settings.db.with_name(settings.db.name + ".index"), settings.db.parent, user_data_dir()}
     if settings.index_root is not None:
         paths.add(settings.index_root)
     names = {str(p) for p in paths} | ({settings.store_url, settings.store_name} if settings.store_url else set())

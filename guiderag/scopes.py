@@ -125,8 +125,8 @@ class ScraperConfig:
     # kept) rather than hammering it.
     retry_after_max_s: float = setting(120.0, "the longest Retry-After (429, 503) waited for; a site asking "
                                        "more ends the scrape", check=at_least(0))
-    max_pages: int = setting(2000, "at most this many guide pages per scrape (a TOC listing more is refused "
-                             "before anything is fetched); 0: no limit", check=at_least(0))
+    max_pages: int = setting(2000, "at most this many guide pages per scrape or check (a TOC listing more is "
+                             "refused before anything is fetched); 0: no limit", check=at_least(0))
     retries: int = setting(3, "attempts after the first for a page failing with a connection error, 429 or 5xx",
                            check=at_least(0))
     backoff_s: float = setting(0.5, "seconds before the first retry (doubled each time)", check=at_least(0))
@@ -275,21 +275,20 @@ class ApiConfig:
                                     "empty: no CORS headers", check=_ORIGINS)
     # /readyz touches the store and may load the indexes; the probe must answer a load
     # balancer in time whatever the store does (a hung PostgreSQL): api/health.py.
-    api_ready_timeout_s: float = setting(2.0, "GET /readyz answers within this many seconds: a store (or an index "
-                                         "load) that has not answered by then is reported not ready (503), while "
-                                         "the check goes on in the background", check=above(0))
+    api_ready_timeout_s: float = setting(2.0, "/readyz answers within this many seconds: a store (or an index load) "
+                                         "not answering by then is reported not ready (503)", check=above(0))
     # uvicorn bounds neither a request's headers nor its body: api/protocol.py does.
-    api_request_timeout_s: float = setting(30.0, "a client must send its whole request (headers and body) within "
-                                           "this many seconds of connecting or of starting it, else it gets 408 "
-                                           "and is disconnected", check=above(0))
+    api_request_timeout_s: float = setting(30.0, "a client must send its whole request (headers, body) within this "
+                                           "many seconds, else it gets 408 and is disconnected", check=above(0))
 
 
 @dataclass(frozen=True)
 class ChatConfig:
     """The chat page (`guiderag chat`, app.py)."""
 
-    sample_on_empty: bool = setting(True, "fill a store that never held a page with the bundled sample "
-                                    "guideline on first start")
+    # Never a store someone configured (--db, GUIDERAG_DB, PostgreSQL): ui.bootstrap.needs_bootstrap.
+    sample_on_empty: bool = setting(True, "fill the default store (no --db / GUIDERAG_DB) with the bundled sample "
+                                    "guideline while it never held a page")
     display_timezone: str = setting("Asia/Tokyo", "the time zone of dates shown to users (an IANA name)",
                                     check=Check(_is_timezone, "an IANA time zone name such as Asia/Tokyo"))
 
