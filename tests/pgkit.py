@@ -36,10 +36,24 @@ def pg_bin(name: str) -> str:
                          "(scripts/test.sh does) and run the tests again")
 
 
+# Where runuser lives (util-linux): root's PATH may lack the sbin folders (PATH=/usr/bin:/bin).
+RUNUSER_PLACES = ("/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser")
+
+
+def runuser() -> str:
+    """The runuser program, on PATH or in the sbin folders; AssertionError saying what is missing."""
+    found = shutil.which("runuser") or next((p for p in RUNUSER_PLACES if os.access(p, os.X_OK)), None)
+    if found is None:
+        raise AssertionError("the tests run as root, where PostgreSQL will not run: they start it as the "
+                             "postgres user with runuser (util-linux), found neither on PATH nor in "
+                             "/usr/sbin or /sbin; install util-linux, or run the tests as another user")
+    return found
+
+
 def _as_server_user(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
-    return ["runuser", "-u", "postgres", "--", *cmd]
+    return [runuser(), "-u", "postgres", "--", *cmd]
 
 
 def _run(cmd: list[str], timeout: float = 120) -> None:
