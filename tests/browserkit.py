@@ -6,8 +6,10 @@ Used by tests/test_browser.py, tests/test_replicas.py and tests/bench_chat_concu
 from __future__ import annotations
 
 import contextlib
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -93,6 +95,19 @@ def chromium(profile: Path | str) -> Any:
                  "--no-first-run", "--lang=ja-JP", f"--user-data-dir={profile}"):
         options.add_argument(flag)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@contextlib.contextmanager
+def browser_session(prefix: str = "guiderag-chromium-") -> Iterator[Any]:
+    """Chromium (need_browser checked) with a fresh profile of its own, quit and removed after."""
+    need_browser()
+    profile = tempfile.mkdtemp(prefix=prefix)
+    driver = chromium(profile)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def open_chat(driver, url: str, width: int, height: int) -> None:

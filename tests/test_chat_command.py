@@ -9,15 +9,13 @@ on its command line, which anyone on the machine can read.
 """
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from browserkit import chromium, guiderag_chat, last_message, need_browser, open_chat, send
+from browserkit import browser_session, guiderag_chat, last_message, open_chat, send
 from guiderag.cli import main
 from guiderag.resources import shared_store_anchor
 from guiderag.ui.text import TEXT
@@ -32,14 +30,8 @@ ANSWER_LINE = "食事を一日五回から六回に分けてゆっくり食べ�
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    need_browser()
-    profile = tempfile.mkdtemp(prefix="guiderag-chromium-")
-    driver = chromium(profile)
-    try:
+    with browser_session() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture

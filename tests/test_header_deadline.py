@@ -97,11 +97,16 @@ def test_a_fetch_whose_headers_trickle_fails_at_the_deadline(fast_settings) -> N
     assert quick.ok and "治療は手術が中心です。" in quick.html
 
 
+def _timed(argv: list[str]) -> tuple[int, float]:
+    """(exit code, seconds) of one command."""
+    started = time.monotonic()
+    code = main(argv)
+    return code, time.monotonic() - started
+
+
 def test_scrape_of_a_toc_whose_headers_trickle_ends_within_the_deadline(deadline_env: Path, capsys) -> None:
     with hostile_site({TOC}) as (base, hits):
-        started = time.monotonic()
-        code = main(["scrape", base + TOC])
-        elapsed = time.monotonic() - started
+        code, elapsed = _timed(["scrape", base + TOC])
     err = capsys.readouterr().err
     assert code == 1 and elapsed < DEADLINE_S + 3, (code, elapsed, err)
     assert "Traceback" not in err and err.count("\n") == 1, err
@@ -112,9 +117,7 @@ def test_scrape_of_a_toc_whose_headers_trickle_ends_within_the_deadline(deadline
 
 def test_a_page_whose_headers_trickle_fails_and_the_scrape_goes_on(deadline_env: Path, capsys) -> None:
     with hostile_site({"/guide/q1.html"}) as (base, hits):
-        started = time.monotonic()
-        code = main(["scrape", base + TOC, "--no-index"])
-        elapsed = time.monotonic() - started
+        code, elapsed = _timed(["scrape", base + TOC, "--no-index"])
     captured = capsys.readouterr()
     assert code == 0 and elapsed < DEADLINE_S + 4, (code, elapsed, captured.err)
     assert "added 1" in captured.out and "failed 1" in captured.out
@@ -128,9 +131,7 @@ def test_check_against_headers_that_trickle_ends_within_the_deadline(deadline_en
         assert main(["scrape", base + TOC, "--no-index"]) == 0
     capsys.readouterr()
     with hostile_site({"/guide/q2.html"}) as (again, hits):
-        started = time.monotonic()
-        code = main(["check", again + TOC, "--json"])
-        elapsed = time.monotonic() - started
+        code, elapsed = _timed(["check", again + TOC, "--json"])
     captured = capsys.readouterr()
     assert code == 3 and elapsed < DEADLINE_S + 4, (code, elapsed, captured.err)
     assert hits["/guide/q2.html"] == 1
