@@ -24,6 +24,8 @@ from guiderag.settings import Settings
 
 SENTENCE_END = tuple("。．.!?！？」』）)")
 LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
+# A heading or title numbered as a question: Q14, Q.3, CQ2, 問5 (after NFKC: Ｑ１４ is Q14).
+QUESTION_NUMBER = re.compile(r"^\s*(?:C?Q\.?\s*\d+|問\s*\d+)")
 TITLE_LOOKAHEAD = 5
 # How the scraper joins the cells of a table row into one line (scraper.textlines.CELL_SEPARATOR).
 TABLE_CELL = " | "
