@@ -95,6 +95,16 @@ class Settings:
     # stored under this stable site URL instead, so that every re-scrape compares like with
     # like (.invalid: a reserved name, plainly not a real site).
     sample_site_url: str = "http://sample-guide.guiderag.invalid"
+    # PDF documents (scraper/pdf.py), read in a worker process of their own: a file larger
+    # than pdf_max_bytes is refused unread (a page's limit is max_page_bytes), one of more
+    # than pdf_max_pages pages is refused before its text is read, a stream inflating
+    # beyond pdf_max_stream_bytes is a decompression bomb; the worker may use at most
+    # pdf_memory_mb of address space and pdf_timeout_s seconds for one file.
+    pdf_max_bytes: int = 50_000_000
+    pdf_max_pages: int = 1000
+    pdf_max_stream_bytes: int = 100_000_000
+    pdf_memory_mb: int = 2048
+    pdf_timeout_s: float = 120.0
 
     # --- retrieval ---------------------------------------------------------
     pipeline: str = OURS  # one of PIPELINES
@@ -362,6 +372,10 @@ class Settings:
             raise InputError("max_page_bytes must be > 0, max_redirects >= 0 and abort_after_failures >= 0")
         if self.fetch_deadline_s <= 0 or self.retry_after_max_s < 0 or self.max_pages < 0:
             raise InputError("fetch_deadline_s must be > 0, retry_after_max_s >= 0 and max_pages >= 0 (0: no limit)")
+        if min(self.pdf_max_bytes, self.pdf_max_pages, self.pdf_max_stream_bytes, self.pdf_memory_mb) <= 0 \
+                or self.pdf_timeout_s <= 0:
+            raise InputError("pdf_max_bytes, pdf_max_pages, pdf_max_stream_bytes, pdf_memory_mb and pdf_timeout_s "
+                             "must be > 0")
         if self.backoff_s < 0 or self.split_lines_over_chars < 0:
             raise InputError("backoff_s and split_lines_over_chars must be >= 0")
         if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):

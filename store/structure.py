@@ -60,11 +60,19 @@ def _squash(text: str) -> str:
 
 
 def title_line(title: str, lines: Sequence[str]) -> int:
-    """The line (counted from 1) among the first few that repeats the page title, else 0."""
+    """The line (counted from 1) among the first few that repeats the page title, else 0.
+    Blank lines are not counted (a section of a PDF document is read as its document's
+    lines with the other sections' left blank)."""
     want = _squash(title)
     if not want:
         return 0
-    for number, line in enumerate(lines[:TITLE_LOOKAHEAD], start=1):
+    seen = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         if _squash(line) == want:
             return number
+        seen += 1
+        if seen >= TITLE_LOOKAHEAD:
+            break
     return 0
