@@ -23,7 +23,7 @@ import resource
 import subprocess
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Sequence
 
 from guiderag.errors import PdfRefusedError
 from guiderag.settings import Settings
@@ -38,9 +38,10 @@ PERMIT_COPY = 1 << 4
 PERMIT_EXTRACT = 1 << 9
 
 
-def read_pdf(data: bytes, settings: Settings) -> PdfText:
+def read_pdf(data: bytes, settings: Settings, *, known_running: Sequence[str] = ()) -> PdfText:
     """The document's lines, pages, sections and removed lines; PdfRefusedError when it is
-    not read (see the module docstring)."""
+    not read (see the module docstring). `known_running`: running heads and feet of the
+    guide's other PDFs (a one-page document cannot show they repeat)."""
     if len(data) > settings.pdf_max_bytes:
         raise PdfRefusedError("too_large", f"larger than the PDF size limit ({len(data)} > {settings.pdf_max_bytes} "
                                            "bytes, GUIDERAG_PDF_MAX_BYTES)")
@@ -51,6 +52,7 @@ def read_pdf(data: bytes, settings: Settings) -> PdfText:
         "cpu_s": int(settings.pdf_timeout_s) + 1,
         "split_over_chars": settings.split_lines_over_chars,
         "heading_max_chars": settings.heading_max_chars,
+        "known_running": list(known_running),
     }
     try:
         proc = subprocess.run([sys.executable, "-m", "guiderag.scraper.pdf", json.dumps(limits)], input=data,
@@ -116,7 +118,8 @@ def _read(data: bytes, limits: dict[str, Any]) -> PdfText:
         raise PdfRefusedError("scanned", f"no text layer ({chars} characters on {pages} pages): a scanned "
                                          "document, whose text is only an image; OCR is not supported")
     return pdflines.read_lines(geo, split_over_chars=int(limits["split_over_chars"]),
-                               heading_max_chars=int(limits["heading_max_chars"]))
+                               heading_max_chars=int(limits["heading_max_chars"]),
+                               known_running=limits.get("known_running", ()))
 
 
 def _main(argv: list[str]) -> int:

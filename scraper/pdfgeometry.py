@@ -13,7 +13,7 @@ what is a line, a heading or a table: scraper.pdflines does, from these facts al
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
@@ -159,16 +159,18 @@ def _page(doc: pdfium.PdfDocument, index: int) -> PageGeometry:
         geo = PageGeometry(number=index + 1, width=float(width), height=float(height))
         textpage = page.get_textpage()
         try:
-            geo.glyphs = _glyphs(textpage)
+            glyphs, owners = _glyphs(textpage)
         finally:
             textpage.close()
+        geo.glyphs = _restore_repeats(page, glyphs, owners)
         geo.rules = _rules(page)
         return geo
     finally:
         page.close()
 
 
-def _glyphs(textpage: pdfium.PdfTextPage) -> list[Glyph]:
+def _glyphs(textpage: pdfium.PdfTextPage) -> tuple[list[Glyph], list[int]]:
+    """The page's characters in PDFium's reading order, and the text object of each."""
     tp = textpage.raw
     count = raw.FPDFText_CountChars(tp)
     box = raw.FS_RECTF()
@@ -177,6 +179,7 @@ def _glyphs(textpage: pdfium.PdfTextPage) -> list[Glyph]:
     name = ctypes.create_string_buffer(128)
     fonts: dict[int, bool] = {}  # text object address -> bold
     out: list[Glyph] = []
+    owners: list[int] = []
     for i in range(count):
         code = raw.FPDFText_GetUnicode(tp, i)
         if code in (0, 0x0D, 0x0A, 0xFFFE, 0xFFFF):
@@ -200,6 +203,51 @@ def _glyphs(textpage: pdfium.PdfTextPage) -> list[Glyph]:
             size=size, color=(r.value << 16) | (g.value << 8) | b.value, bold=bold,
             generated=bool(raw.FPDFText_IsGenerated(tp, i) == 1),
         ))
+        owners.append(key)
+    return out, owners
+
+
+REPEAT_LOOKBACK = 5  # PDFium compares a text object with the few drawn before it
+
+
+def _restore_repeats(page: pdfium.PdfPage, glyphs: list[Glyph], owners: list[int]) -> list[Glyph]:
+    """PDFium's text page leaves out a text object that repeats one of the few drawn just
+    before it (its guard against fake bold, text drawn twice a hair apart), judged by a
+    tolerance that grows with the object's width: two identical long lines a paragraph
+    apart are one to it. Such an object is put back here, as a copy of the glyphs of the
+    object it repeats (same text, same size), moved to its own place."""
+    by_owner: dict[int, list[int]] = {}
+    for i, key in enumerate(owners):
+        by_owner.setdefault(key, []).append(i)
+    inserts: dict[int, list[Glyph]] = {}  # after glyph index -> glyphs
+    recent: list[tuple[tuple[float, ...], list[Glyph]]] = []  # objects drawn, with their glyphs
+    after = -1  # the glyph a restored object goes after: the last of the object before it
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], max_depth=4):
+        key = ctypes.cast(obj.raw, ctypes.c_void_p).value or 0
+        try:
+            bounds = tuple(float(v) for v in obj.get_bounds())
+        except pdfium.PdfiumError:
+            continue
+        if key in by_owner:
+            recent = [*recent, (bounds, [glyphs[i] for i in by_owner[key]])][-REPEAT_LOOKBACK:]
+            after = by_owner[key][-1]
+            continue
+        width, height = bounds[2] - bounds[0], bounds[3] - bounds[1]
+        if width <= 0:
+            continue
+        for (x0, y0, x1, y1), theirs in reversed(recent):
+            if abs((x1 - x0) - width) <= 0.5 and abs((y1 - y0) - height) <= 0.5:
+                dx, dy = bounds[0] - x0, bounds[1] - y0
+                copy = [replace(g, x0=g.x0 + dx, x1=g.x1 + dx, y0=g.y0 + dy, y1=g.y1 + dy) for g in theirs]
+                inserts.setdefault(after, []).extend(copy)
+                recent = [*recent, (bounds, copy)][-REPEAT_LOOKBACK:]
+                break
+    if not inserts:
+        return glyphs
+    out: list[Glyph] = list(inserts.get(-1, ()))
+    for i, g in enumerate(glyphs):
+        out.append(g)
+        out.extend(inserts.get(i, ()))
     return out
 
 
@@ -207,12 +255,17 @@ def _rules(page: pdfium.PdfPage) -> list[Rule]:
     """Ruling lines: thin paths, and the four edges of stroked rectangles."""
     out: list[Rule] = []
     fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    line_width = ctypes.c_float()
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=4):
         try:
             x0, y0, x1, y1 = (float(v) for v in obj.get_bounds())
         except pdfium.PdfiumError:
             continue
         raw.FPDFPath_GetDrawMode(obj.raw, ctypes.byref(fill_mode), ctypes.byref(stroke))
+        if stroke.value and raw.FPDFPageObj_GetStrokeWidth(obj.raw, ctypes.byref(line_width)):
+            half = max(0.0, float(line_width.value)) / 2  # the bounds take in the stroke's width
+            if x1 - x0 > 2 * half and y1 - y0 > 2 * half:
+                x0, y0, x1, y1 = x0 + half, y0 + half, x1 - half, y1 - half
         w, h = x1 - x0, y1 - y0
         if h <= RULE_MAX_THICKNESS and w >= RULE_MIN_LENGTH:
             y = (y0 + y1) / 2

@@ -57,6 +57,8 @@ PLACE_TOLERANCE = 2.0
 # A folio: a page number alone, maybe decorated (- 12 -, 12 / 40, p.12, ページ12).
 FOLIO = re.compile(r"^[\-–—‐―~〜・\s(（\[]*(?:p\.?|page|ページ)?\s*\d{1,4}\s*(?:/\s*\d{1,4})?[\-–—‐―~〜・\s)）\]]*$",
                    re.IGNORECASE)
+# A copyright notice in the page margins is print furniture even on a one-page document.
+COPYRIGHT = re.compile(r"©|\(c\)\s*\d{4}|copyright|all rights reserved", re.IGNORECASE)
 DOT_LEADER = re.compile(r"^[\s.…‥・·･_\-]+$")
 # Glyphs further apart than this (in font sizes) on one baseline are separate pieces.
 PIECE_GAP = 1.5
@@ -69,6 +71,7 @@ ALIGNED = 0.3  # lines starting within this (font sizes) of each other are align
 LEADING_FACTOR = 1.3  # a gap wider than this many typical line steps ends a paragraph
 SAME_SIZE = 0.03  # sizes within 3 % are one style
 GRID_TOLERANCE = 1.5
+MIN_CELL = 4.0  # a cell (or row) narrower than this is the gap between two frames' edges
 ROW_SPAN_SHARE = 0.5  # a horizontal rule crossing this share of a table divides its rows
 TITLE_MAX_CHARS = 100
 CONTENTS = "the document's own table of contents"
@@ -268,9 +271,11 @@ def find_grids(rules: Sequence[Rule]) -> list[_Grid]:
             continue
         rows = []
         for top, bottom in zip(reversed(ys[1:]), reversed(ys[:-1])):
+            if top - bottom < MIN_CELL:
+                continue
             middle = (top + bottom) / 2
             xs = _merge(r.x0 for r in gv if r.y0 - t <= middle <= r.y1 + t)
-            cells = [(a, bottom, b, top) for a, b in zip(xs, xs[1:]) if b - a > GRID_TOLERANCE]
+            cells = [(a, bottom, b, top) for a, b in zip(xs, xs[1:]) if b - a >= MIN_CELL]
             if cells:
                 rows.append(cells)
         if rows:
@@ -319,8 +324,10 @@ def _folded(text: str) -> str:
     return re.sub(r"\d+", "#", squash(text))
 
 
-def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece]) -> dict[int, str]:
-    """id(piece) -> why, for the running heads, feet and folios."""
+def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece],
+                   known: frozenset[str] = frozenset()) -> dict[int, str]:
+    """id(piece) -> why, for the running heads, feet and folios; `known`: the (folded)
+    running heads and feet of the guide's other PDFs, which a one-page document has too."""
     n = len(pages)
     size_of = {p.number: p for p in pages}
     margin: dict[str, set[int]] = {}
@@ -342,6 +349,10 @@ def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece]) -> d
         key = _folded(p.text)
         if in_margin(p) and FOLIO.match(unicodedata.normalize("NFKC", p.text)):
             out[id(p)] = "folio (page number)"
+        elif in_margin(p) and COPYRIGHT.search(p.text):
+            out[id(p)] = "running head or foot (a copyright notice in the margin)"
+        elif in_margin(p) and key in known:
+            out[id(p)] = "running head or foot (as on the guide's other PDFs)"
         elif n >= 2 and in_margin(p) and len(margin.get(key, ())) >= need:
             out[id(p)] = f"running head or foot (on {len(margin[key])} of {n} pages)"
         elif n >= 3:
@@ -524,8 +535,10 @@ def _split(block: _Block, split_over: int) -> list[tuple[str, tuple[int, ...]]]:
 
 
 # --- the whole document ----------------------------------------------------------------
-def read_lines(geo: Geometry, *, split_over_chars: int, heading_max_chars: int) -> PdfText:
-    """The document's lines, their pages, its sections, and what was removed."""
+def read_lines(geo: Geometry, *, split_over_chars: int, heading_max_chars: int,
+               known_running: Iterable[str] = ()) -> PdfText:
+    """The document's lines, their pages, its sections, and what was removed
+    (`known_running`: texts of running heads and feet found in the guide's other PDFs)."""
     pages = geo.pages
     grids = {pg.number: find_grids(pg.rules) for pg in pages}
     pieces: list[_Piece] = []
@@ -533,7 +546,7 @@ def read_lines(geo: Geometry, *, split_over_chars: int, heading_max_chars: int) 
         pieces.extend(page_pieces(pg, grids[pg.number]))
     chars = sum(len(p.text) for p in pieces)
     removed: list[tuple[int, str, str]] = []
-    drop = running_pieces(pages, pieces)
+    drop = running_pieces(pages, pieces, frozenset(_folded(t) for t in known_running))
     outline_titles = {squash(e.title) for e in geo.outline}
     question_titles = {squash(p.text) for p in pieces if QUESTION_NUMBER.match(unicodedata.normalize("NFKC", p.text))}
     drop.update(contents_pieces([p for p in pieces if id(p) not in drop], outline_titles | question_titles))

@@ -39,6 +39,7 @@ class PdfReader:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._done: dict[str, PdfText | PdfRefusedError] = {}
+        self._running: dict[str, None] = {}  # running heads and feet met so far, in order
 
     def read(self, result: FetchResult, link: LinkRecord, public: str) -> PdfRead:
         data = result.pdf or b""
@@ -46,10 +47,12 @@ class PdfReader:
         got = self._done.get(digest)
         if got is None:
             try:
-                got = read_pdf(data, self.settings)
+                got = read_pdf(data, self.settings, known_running=list(self._running))
             except PdfRefusedError as exc:
                 got = exc
             self._done[digest] = got
+            if not isinstance(got, PdfRefusedError):
+                self._running.update((text, None) for _, text, why in got.removed if why.startswith("running"))
         if isinstance(got, PdfRefusedError):
             return PdfRead(refused=f"PDF not read: {got}")
         title = got.title or link.link_text or unquote(urlsplit(public).path.rsplit("/", 1)[-1])

@@ -3,8 +3,9 @@ PDFium reads a byte of it (in the PDF worker, scraper.pdf).
 
 - the %PDF- signature and the %%EOF end marker (a file cut short is refused: its last
   pages, or its cross-reference table, are missing);
-- every Flate stream decompressed with a bound (`max_stream_bytes`): a stream expanding
-  beyond it is a decompression bomb, refused before PDFium inflates it in memory;
+- every Flate stream (after ASCII85 or hex, when those come first) decompressed with a
+  bound (`max_stream_bytes`): a stream expanding beyond it is a decompression bomb,
+  refused before PDFium inflates it in memory;
 - the names that mark active or embedded content, in the file and inside its compressed
   object streams (PDF 1.5 keeps dictionaries there): JavaScript (/JavaScript, /JS),
   launch actions (/Launch), embedded files (/EmbeddedFile, /EmbeddedFiles, /FileAttachment)
@@ -16,6 +17,7 @@ limit, is their check.
 """
 from __future__ import annotations
 
+import base64
 import re
 import zlib
 from dataclasses import dataclass
@@ -28,7 +30,9 @@ CHUNK = 1 << 16
 
 STREAM = re.compile(rb"\bobj\b(.{0,2000}?)\bstream\r?\n", re.DOTALL)
 END_STREAM = b"endstream"
-FLATE = re.compile(rb"/(?:FlateDecode|Fl)\b")
+FILTERS = re.compile(rb"/Filter\s*(\[[^\]]*\]|/[A-Za-z0-9]+)")
+FLATE_NAMES = (b"FlateDecode", b"Fl")
+TEXT_FILTERS = {b"ASCII85Decode": "a85", b"A85": "a85", b"ASCIIHexDecode": "hex", b"AHx": "hex"}
 OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm\b")
 NAME = re.compile(rb"/[A-Za-z#][^\s/<>\[\]()%{}]{1,30}")
 ESCAPE = re.compile(rb"#([0-9A-Fa-f]{2})")
@@ -74,6 +78,32 @@ def _names(data: bytes) -> set[str]:
     return found
 
 
+def _filters(header: bytes) -> list[bytes]:
+    match = FILTERS.search(header)
+    return re.findall(rb"/([A-Za-z0-9]+)", match.group(1)) if match else []
+
+
+def _unwrap(raw: bytes, filters: list[bytes]) -> bytes | None:
+    """The stream's bytes with the text encodings before its Flate filter undone (ASCII85 and
+    hex shrink what they decode); None when another filter comes first."""
+    for name in filters:
+        if name in FLATE_NAMES:
+            return raw
+        kind = TEXT_FILTERS.get(name)
+        try:
+            if kind == "a85":
+                body = raw.strip()
+                body = body[2:] if body.startswith(b"<~") else body
+                raw = base64.a85decode(body if body.endswith(b"~>") else body + b"~>", adobe=True)
+            elif kind == "hex":
+                raw = bytes.fromhex(re.sub(rb"[^0-9A-Fa-f]", b"", raw.split(b">", 1)[0]).decode("ascii"))
+            else:
+                return None
+        except ValueError:
+            return None
+    return None
+
+
 def _inflate(raw: bytes, limit: int) -> tuple[bytes | None, int]:
     """(the stream's bytes inflated, or None when they are not valid Flate data; how many
     bytes it inflated to). PdfScanError when that exceeds `limit`."""
@@ -116,9 +146,10 @@ def scan(data: bytes, *, max_stream_bytes: int) -> ScanResult:
         end = len(data) if end < 0 else end
         active |= _names(data[pos:start])  # the objects' dictionaries, never stream bytes
         header = match.group(1)
-        if FLATE.search(header):
+        compressed = _unwrap(data[start:end], _filters(header))
+        if compressed is not None:
             streams += 1
-            body, size = _inflate(data[start:end], max_stream_bytes)
+            body, size = _inflate(compressed, max_stream_bytes)
             inflated += size
             if body is not None and OBJECT_STREAM.search(header):
                 active |= _names(body)
