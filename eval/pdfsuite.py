@@ -77,10 +77,12 @@ class PdfSuiteReport:
             def pair(a: float, b: float | None) -> str:
                 return f"{a:.3f} / {b:.3f}" if b is not None else f"{a:.3f} / -"
             if name in (*IN_CATEGORIES, "in scope"):
-                lines.append(f"{name:16}{p.n:>5}{pair(p.answered, h and h.answered):>18}"
-                             f"{pair(p.page_first, h and h.page_first):>18}{pair(p.gold, h and h.gold):>18}")
+                lines.append(f"{name:16}{p.n:>5}{pair(p.answered, h.answered if h else None):>18}"
+                             f"{pair(p.page_first, h.page_first if h else None):>18}"
+                             f"{pair(p.gold, h.gold if h else None):>18}")
             else:
-                lines.append(f"{name:16}{p.n:>5}{'':>18}{'':>18}{'':>18}{pair(p.refused, h and h.refused):>18}")
+                lines.append(f"{name:16}{p.n:>5}{'':>18}{'':>18}{'':>18}"
+                             f"{pair(p.refused, h.refused if h else None):>18}")
         c = self.citation
         lines += [
             "",

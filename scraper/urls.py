@@ -69,8 +69,8 @@ SITE_PAGE_TEXT = re.compile(
 )
 
 
-# Link text that names a form to print and fill in, or a print edition (of pages read
-# anyway): 受診メモ（印刷用）, 記入用シート, printer-friendly version.
+# Link text that names a PDF as a form to print and fill in, or as a print edition (of
+# pages read anyway): 受診メモ（印刷用）, 記入用シート, printer-friendly version.
 PRINTABLE_TEXT = re.compile(r"印刷用|印刷版|プリント用|記入用|printable|printer[- ]friendly|print version",
                             re.IGNORECASE)
 
@@ -265,7 +265,7 @@ def classify(url: str, toc_url: str, link_text: str = "") -> Verdict:
         return Verdict(NAVIGATION, f"navigation or site page (link text {link_text.strip()!r})")
     if not is_inside_guide(url, toc_url):
         return Verdict(OUTSIDE_GUIDE, f"outside the guide's path {guide_path(toc_url)}")
-    if is_printable_text(link_text):
+    if pdf and is_printable_text(link_text):  # (an HTML print view is a duplicate, learnt by fetching)
         return Verdict(PRINTABLE, f"a form to print or a print edition (link text {link_text.strip()!r}), "
                                   "not the guide's text; set include=TRUE to read it")
     if pdf:

@@ -252,3 +252,23 @@ def test_the_chat_cites_the_pdf_page_and_shows_that_page(fast_settings) -> None:
     html = unescape(answer_html(answer, fast_settings, shown))  # every shown character is a reference
     assert "第1章 手術を受ける方へ（PDF）p.1" in html and f'{page.url}#page=1' in html
     assert "PDFのp.1全体を読む" in html
+
+
+@pytest.mark.slow
+def test_devbench_pdf_suite_scores_the_pdf_edition_beside_the_html_one(tmp_path: Path, capsys, no_settings_env) -> None:
+    from guiderag.cli import main
+    from guiderag.eval.pdfsuite import suite_dir
+
+    try:
+        suite_dir()
+    except Exception as exc:  # the shared benchmark folder is part of the dev machine, not the repo
+        pytest.skip(f"no pdf-gastric benchmark here: {exc}")
+    assert main(["devbench", "--suite", "pdf", "--limit", "12", "--workdir", str(tmp_path / "w"),
+                 "--json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["harvest"]["precision"] == 1.0 and report["harvest"]["recall"] == 1.0
+    assert report["harvest"]["categories"].get("printable") == 1 and report["harvest"]["categories"]["duplicate"] >= 1
+    assert report["rescrape"]["versions changed"] == 0 and report["removed_lines_shown"] == 0
+    assert report["removed"].get("folio", 0) >= 8 and report["html"]["table"]["in scope"]["n"] > 0
+    assert 0.0 <= report["page_citation"]["rate"] <= 1.0
+    assert report["pdf"]["table"]["in scope"]["n"] == report["html"]["table"]["in scope"]["n"]

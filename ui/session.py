@@ -178,13 +178,13 @@ def cited_pages(answer: Answer, pages: Sequence[PageVersion]) -> dict[tuple[str,
             layouts[key] = page.pdf
     out: dict[tuple[str, int], tuple[str, ...]] = {}
     for p in answer.passages:
-        lines = whole.get((p.url, p.version))
-        if lines is None:
+        doc = whole.get((p.url, p.version))
+        if doc is None:
             continue
         layout = layouts.get((p.url, p.version))
         if layout is not None and p.pdf_page is not None:
             on = layout.lines_on([p.pdf_page])
-            out[(p.link, p.version)] = tuple(line if n in on else "" for n, line in enumerate(lines, start=1))
+            out[(p.link, p.version)] = tuple(line if n in on else "" for n, line in enumerate(doc, start=1))
         else:
-            out[(p.link, p.version)] = tuple(lines)
+            out[(p.link, p.version)] = tuple(doc)
     return out
