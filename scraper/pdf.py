@@ -18,7 +18,6 @@ and a worker that ran out of memory, crashed or ran out of time.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys

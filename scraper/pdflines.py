@@ -6,8 +6,9 @@ paragraph, list item or table row (cells joined by " | "), in reading order, a l
 paragraph split into sentences. What print adds and a reader skips is taken out, each
 with the reason, for review (`PdfText.removed`):
 
-- running heads and feet: a line in the page margins whose text (its digits aside)
-  recurs on most pages, or a line at the same place on most pages; and folios (page
+- running heads and feet: a line in the page margins (a tenth of the page on each side)
+  whose text (its digits aside) recurs on most pages, a copyright notice there, or a head
+  the guide's other PDFs repeat (a one-page document cannot show it); and folios (page
   numbers) in the margins;
 - the document's own table of contents: lines naming a later section, followed on the
   same line by a page number (and the heading that introduces only such lines).
@@ -50,10 +51,7 @@ from .textlines import WIDE_CHAR, split_sentences
 MARGIN_SHARE = 0.1
 # A margin line recurring on at least this share of the pages (and 2 pages) is running.
 RUNNING_SHARE = 0.5
-# A line anywhere at the same place (within PLACE_TOLERANCE points) on this share of at
-# least 3 pages is running too (a side tab, a repeated caption).
-PLACED_SHARE = 0.6
-PLACE_TOLERANCE = 2.0
+PLACE_TOLERANCE = 2.0  # a bookmark's target y, give or take
 # A folio: a page number alone, maybe decorated (- 12 -, 12 / 40, p.12, ページ12).
 FOLIO = re.compile(r"^[\-–—‐―~〜・\s(（\[]*(?:p\.?|page|ページ)?\s*\d{1,4}\s*(?:/\s*\d{1,4})?[\-–—‐―~〜・\s)）\]]*$",
                    re.IGNORECASE)
@@ -331,7 +329,6 @@ def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece],
     n = len(pages)
     size_of = {p.number: p for p in pages}
     margin: dict[str, set[int]] = {}
-    placed: dict[tuple[str, int], set[int]] = {}
 
     def in_margin(p: _Piece) -> bool:
         geo = size_of[p.page]
@@ -342,7 +339,6 @@ def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece],
         key = _folded(p.text)
         if in_margin(p):
             margin.setdefault(key, set()).add(p.page)
-        placed.setdefault((key, round(p.y0 / PLACE_TOLERANCE)), set()).add(p.page)
     out: dict[int, str] = {}
     need = max(2, math.ceil(RUNNING_SHARE * n))
     for p in pieces:
@@ -355,10 +351,6 @@ def running_pieces(pages: Sequence[PageGeometry], pieces: Sequence[_Piece],
             out[id(p)] = "running head or foot (as on the guide's other PDFs)"
         elif n >= 2 and in_margin(p) and len(margin.get(key, ())) >= need:
             out[id(p)] = f"running head or foot (on {len(margin[key])} of {n} pages)"
-        elif n >= 3:
-            spots = placed.get((key, round(p.y0 / PLACE_TOLERANCE)), set())
-            if len(spots) >= max(3, math.ceil(PLACED_SHARE * n)):
-                out[id(p)] = f"repeated at the same place on {len(spots)} of {n} pages"
     return out
 
 

@@ -60,11 +60,14 @@ class PageVersion:
 
     def summary(self) -> dict[str, Any]:
         """The page as `guiderag pages --json` and `GET /v1/pages` list it."""
-        return {
+        out: dict[str, Any] = {
             "url": self.url, "title": self.title, "version": self.version, "fetched_at": self.fetched_at,
             "content_hash": self.content_hash, "lines": len(self.lines), "removed": self.removed,
             "guideline": self.guideline,
         }
+        if self.pdf is not None:  # a PDF document: its pages and sections
+            out.update(pdf_pages=self.pdf.page_count, sections=len(self.pdf.sections))
+        return out
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from html import unescape
+from pathlib import Path
 
 import openpyxl
 import pytest
