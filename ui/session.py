@@ -50,7 +50,7 @@ class Turn:
     answer: Answer | None = None
     error_kind: str | None = None  # "model" | "question" | "app"
     error_detail: str = ""
-    # the stored lines of each cited page version, by (url, version)
+    # the stored lines of each cited page version, by (passage link, version): of a PDF, its cited page's
     pages: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
 
 
