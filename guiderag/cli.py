@@ -201,6 +201,9 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = settings_from_args(args)
+        from guiderag.store.connection import configure as configure_store
+
+        configure_store(settings)  # every PostgreSQL store this command opens: pool size, bounded waits
         module_name, func_name = COMMANDS[args.command]
         func: Callable[[argparse.Namespace, Settings], int] = getattr(
             importlib.import_module(module_name), func_name

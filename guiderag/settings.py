@@ -263,8 +263,18 @@ class Settings:
     # Origins allowed to call the API from a browser (comma-separated); empty: no CORS headers.
     api_cors_origins: str = ""
     # A PostgreSQL store: the most connections one process keeps open to it (a pool); the
-    # server forks a process per connection, so each replica reuses a few.
+    # server forks a process per connection, so each replica reuses a few. Applied by every
+    # command and process that opens a PostgreSQL store (store.connection.configure).
     pg_pool_size: int = 10
+    # Bounded waits on a PostgreSQL store, each a StoreTimeoutError saying which ran out (an
+    # API answers it with 503): a new connection must be made within pg_connect_timeout_s
+    # (whole seconds, at least 2: libpq's rule; per address of the host); a statement must
+    # finish within pg_statement_timeout_s (the server's statement_timeout; a server that
+    # does not answer at all, stopped or cut off, is given up 1 s later by the client); a
+    # free connection of the pool must come within pg_pool_timeout_s.
+    pg_connect_timeout_s: int = 10
+    pg_statement_timeout_s: float = 30.0
+    pg_pool_timeout_s: float = 10.0
 
     # --- chat app (app.py) ---------------------------------------------------
     # An empty store (never held a page) is filled with the bundled sample guideline on
@@ -381,6 +391,10 @@ class Settings:
             raise InputError("model_timeout_s must be > 0; model_concurrency and the queue timeouts >= 0")
         if self.answer_max_tokens < 1 or self.lines_max_tokens < 1 or self.summary_max_factor <= 1.0:
             raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
+        if self.pg_pool_size < 1 or self.pg_connect_timeout_s < 2 or min(
+                self.pg_statement_timeout_s, self.pg_pool_timeout_s) <= 0:
+            raise InputError("pg_pool_size must be >= 1, pg_connect_timeout_s >= 2 (whole seconds, libpq's "
+                             "minimum), pg_statement_timeout_s and pg_pool_timeout_s > 0")
         if self.api_max_body_bytes < 1024 or self.api_max_question_chars < 1:
             raise InputError("api_max_body_bytes must be at least 1024 and api_max_question_chars at least 1")
         if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
