@@ -130,6 +130,16 @@ _POOLS: dict[tuple[str, int, PgOptions], psycopg_pool.ConnectionPool[DeadlineCon
 _POOLS_LOCK = threading.Lock()
 
 
+def close_pools() -> None:
+    """Close this process's pools (their connections and background workers): at the end of
+    a process that wants to stop cleanly, or before its server goes away."""
+    with _POOLS_LOCK:
+        pools = [pool for (_, pid, _), pool in _POOLS.items() if pid == os.getpid()]
+        _POOLS.clear()
+    for pool in pools:
+        pool.close(timeout=1.0)
+
+
 class PgBackend:
     """The store in a PostgreSQL database (store.backend.Backend)."""
 
