@@ -56,3 +56,13 @@ def test_model_budgets_that_no_run_could_use_are_refused(field, value):
 
     with pytest.raises(InputError):
         Settings.load(env={}, **{field: value})
+
+
+@pytest.mark.parametrize("field, value", [
+    ("pg_pool_size", 0), ("pg_connect_timeout_s", 1), ("pg_statement_timeout_s", 0.0), ("pg_pool_timeout_s", -1.0),
+])
+def test_unbounded_or_impossible_postgresql_waits_are_refused(field, value):
+    """Each wait on PostgreSQL is bounded (no 0 for "for ever"); libpq's connect timeout is
+    whole seconds, at least 2."""
+    with pytest.raises(InputError, match=field):
+        Settings.load(env={}, **{field: value})
