@@ -1,9 +1,9 @@
 """How a store is reached: the backend for its location, and the options of a shared one.
 
 `backend_for(location)` is an SQLite file's backend (store/sqlite.py) or, for a
-postgresql:// URL, PostgreSQL's (store/pg.py, imported only then); `connect(location)` is
-the one way a store is opened (Store and `store_exists` use it). Both implement
-store.backend's protocols.
+postgresql:// URL, PostgreSQL's (store/pg.py, imported only then): the one way a store is
+reached (Store, `store_exists` and the locks use it; `connect(location)` is one connection
+of it). Both implement store.backend's protocols.
 
 A PostgreSQL store's pool size and bounded waits (`PgOptions`) are the process's: its
 pool is shared by every Store it opens. Each entry point applies the settings it loaded
