@@ -206,3 +206,16 @@ def test_psycopg_offers_what_the_deadline_rests_on() -> None:
 
     assert list(inspect.signature(psycopg.Connection.wait).parameters) == ["self", "gen", "interval", "timeout"]
     assert issubclass(psycopg.errors._WaitTimeout, psycopg.OperationalError)
+
+
+def test_a_timeout_told_from_the_callers_side_stays_a_timeout() -> None:
+    """The audit log and the store's open restate a failure ("could not write the audit
+    log..."): a StoreTimeoutError stays one, with which wait ran out, for the API's 503."""
+    from guiderag.store.connection import restate
+
+    exc = StoreTimeoutError("the store did not answer", path="postgresql://***@h:5432/d", reason="no answer within 1 s",
+                            advice="check the server", wait="statement", seconds=1.0)
+    told = restate(exc, "could not write the audit log, so the answer was not shown")
+    assert isinstance(told, StoreTimeoutError) and (told.wait, told.seconds, told.path) == ("statement", 1.0, exc.path)
+    assert str(told) == ("could not write the audit log, so the answer was not shown (no answer within 1 s). "
+                         "Check the server")
