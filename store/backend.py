@@ -105,8 +105,9 @@ class PgOptions:
 
     @classmethod
     def from_settings(cls, settings: "Settings") -> "PgOptions":
-        return cls(pool_size=settings.pg_pool_size, connect_timeout_s=settings.pg_connect_timeout_s,
-                   statement_timeout_s=settings.pg_statement_timeout_s, pool_timeout_s=settings.pg_pool_timeout_s)
+        store = settings.storage  # the store stage's own config
+        return cls(pool_size=store.pg_pool_size, connect_timeout_s=store.pg_connect_timeout_s,
+                   statement_timeout_s=store.pg_statement_timeout_s, pool_timeout_s=store.pg_pool_timeout_s)
 
 
 class Cursor(Protocol):

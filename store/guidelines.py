@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from guiderag.clock import utc_now
 from guiderag.errors import InputError
-from guiderag.settings import DEFAULT_GUIDELINE
+from guiderag.guideline import DEFAULT_GUIDELINE
 
 from .backend import Connection, marks
 from .records import Guideline

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from guiderag.clock import utc_now
-from guiderag.settings import DEFAULT_GUIDELINE
+from guiderag.guideline import DEFAULT_GUIDELINE
 
 
 def content_hash(title: str, lines: Sequence[str]) -> str:

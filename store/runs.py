@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from guiderag.clock import utc_now
 from guiderag.errors import StoreError
 from guiderag.redact import redact
-from guiderag.settings import DEFAULT_GUIDELINE, check_guideline_id
+from guiderag.guideline import DEFAULT_GUIDELINE, check_guideline_id
 
 from .connection import restate
 from .records import FetchedPage, RunSummary

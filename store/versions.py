@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from guiderag.errors import StoreError
-from guiderag.settings import DEFAULT_GUIDELINE
+from guiderag.guideline import DEFAULT_GUIDELINE
 
 from .backend import Connection, marks
 from .records import FetchedPage, PageVersion, RunSummary, content_hash
