@@ -271,6 +271,9 @@ def _worker_init(settings: Settings, mode: str) -> None:
     """In a worker process: ignore Ctrl-C (the parent handles it) and load the pipeline once."""
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from guiderag.store.connection import configure
+
+    configure(settings)  # a PostgreSQL store: the parent's pool size and bounded waits
     _WORKER = _Asker(settings, mode)
 
 

@@ -232,6 +232,9 @@ def _main(argv: Sequence[str] | None) -> int:
         settings = settings_from_args(args)
         for warning in ignored_variables():
             print(f"guiderag: warning: {warning}", file=sys.stderr)
+        from guiderag.store.connection import configure as configure_store
+
+        configure_store(settings)  # every PostgreSQL store this command opens: pool size, bounded waits
         module_name, func_name = COMMANDS[args.command]
         func: Callable[[argparse.Namespace, Settings], int] = getattr(
             importlib.import_module(module_name), func_name

@@ -87,6 +87,16 @@ class StoreConfig:
     # A PostgreSQL server forks a process per connection, so each replica reuses a few.
     pg_pool_size: int = setting(10, "a PostgreSQL store: the most connections one process keeps open to it",
                                 check=at_least(1))
+    # Bounded waits on a PostgreSQL store (store/pg.py), each a StoreTimeoutError saying which
+    # ran out (the API answers it with 503); no 0 for "for ever". libpq counts the connect
+    # timeout in whole seconds, at least 2, per address of the host.
+    pg_connect_timeout_s: int = setting(10, "a PostgreSQL store: seconds a new connection may take",
+                                        check=at_least(2))
+    pg_statement_timeout_s: float = setting(
+        30.0, "a PostgreSQL store: seconds a statement may take (the server's statement_timeout; a server that "
+        "does not answer at all is given up 1 s later)", check=above(0))
+    pg_pool_timeout_s: float = setting(10.0, "a PostgreSQL store: seconds a request waits for a free connection "
+                                       "of its process's pool", check=above(0))
     store_url: str | None = field(default=None, repr=False)  # derived from db, not a setting
 
     def __post_init__(self) -> None:

@@ -18,7 +18,6 @@ outcome with the store instead of writing it.
 """
 from __future__ import annotations
 
-import sqlite3
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -371,16 +370,16 @@ def _mark_failed(store: Store, run_id: int, message: str, status: str) -> None:
     """Record why a run failed; a store too broken to say so must not hide the first error."""
     try:
         store.fail_run(run_id, message, status=status)
-    except sqlite3.DatabaseError:
+    except store.conn.errors:
         pass
 
 
 def _run_status(store: Store, run_id: int) -> str | None:
     try:
-        row = store.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-    except sqlite3.DatabaseError:
+        run = store.get_run(run_id)
+    except store.conn.errors:
         return None
-    return row[0] if row else None
+    return run["status"] if run else None
 
 
 def _with_fetch_verdict(rec: LinkRecord, verdicts: dict[str, tuple[str, str]]) -> LinkRecord:
