@@ -42,6 +42,7 @@ from guiderag.errors import (
     ModelError,
     ModelNotConfiguredError,
     StoreError,
+    StoreTimeoutError,
 )
 from guiderag.settings import EXTRACT, GENERATE, LINES, Settings
 
@@ -77,6 +78,7 @@ ERROR_STATUS: tuple[tuple[type[GuideragError], int, str], ...] = (
     (ModelNotConfiguredError, 503, "model_not_configured"),
     (ModelError, 503, "model_unavailable"),
     (EmptyCorpusError, 503, "no_corpus"),
+    (StoreTimeoutError, 503, "store_timeout"),  # a wait on the store ran out: hung or overloaded
     (StoreError, 503, "store_unavailable"),
     (IndexCorruptError, 503, "index_unavailable"),
     (IndexWriteError, 503, "index_unavailable"),
