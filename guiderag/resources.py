@@ -98,7 +98,7 @@ def check_postgres_url(url: str) -> str:
     every port must be a number up to 65535, every "%" must start an escape."""
     advice = ("write the password's '/', '?', '#', '@' and '%' percent-encoded (%2F, %3F, %23, %40, %25), "
               f"and the port as a number {URL_NOT_SHOWN}")
-    where = "the PostgreSQL URL of --db / GUIDERAG_DB"
+    where = "the PostgreSQL URL of the store (--db, GUIDERAG_DB or --pg)"
     _, _, rest = url.partition("://")
     end = re.search(r"[/?#]", rest)
     authority, tail = (rest[:end.start()], rest[end.start():]) if end else (rest, "")

@@ -148,10 +148,11 @@ def test_a_model_url_with_a_key_in_its_query(form: str, store: Path, tmp_path: P
     ("postgresql://guiderag:Ab3%zzXy9@127.0.0.1:5432/g", "'%'"),
     ("postgresql://guiderag:Ab3Xy9@[::1/g", "malformed"),
 ])
-@pytest.mark.parametrize("command", [["pages"], ["scrape", "--sample"], ["serve", "--port", "0"], ["chat", "--port", "0"]])
+@pytest.mark.parametrize("command", [["pages", "--db"], ["scrape", "--sample", "--db"], ["serve", "--port", "0", "--db"],
+                                     ["chat", "--port", "0", "--db"], ["loadbench", "--pg"]])
 def test_a_postgresql_url_libpq_would_misread_is_exit_2_quoting_none_of_it(url: str, why: str, command: list[str],
                                                                            fast_env: Path, capsys) -> None:
-    code = main([*command, "--db", url])
+    code = main([*command, url])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("guiderag: error: the PostgreSQL URL") and why in err
