@@ -17,17 +17,18 @@ from .retriever import Retriever
 
 def load_retriever(settings: Settings) -> Retriever:
     """The retriever of settings.pipeline over one guideline's current pages (the one
-    settings.guideline names, else the store's only one; `retriever.settings.guideline`
-    says which).
+    settings.guideline names, else the store's only one; `retriever.guideline` says
+    which).
 
     For `ours`, the saved index is loaded and checked against the store's corpus version
     and the analyzer settings; when it is missing, damaged or stale it is rebuilt (and
     swapped in atomically), with a one-line notice on stderr. Callers load it once per
     process and reuse it. Raises EmptyCorpusError when nothing was scraped yet."""
     settings = for_guideline(settings)
+    guideline = settings.guideline  # resolved: the id of a stored guideline
     pages, corpus_version = read_corpus(settings)
     if settings.pipeline == PROTOCOL:
-        return ProtocolRetriever(settings, pages, corpus_version)
+        return ProtocolRetriever(settings, pages, corpus_version, guideline=guideline)
     analyzer = make_analyzer(settings)
     fingerprint = index_fingerprint(settings, analyzer)
     try:
@@ -41,4 +42,4 @@ def load_retriever(settings: Settings) -> Retriever:
         except IndexWriteError as write_error:
             # answering still works from the index built in memory
             print(f"guiderag: {write_error} Using the index built in memory.", file=sys.stderr)
-    return OursRetriever(settings, pages, data, analyzer)
+    return OursRetriever(settings, pages, data, analyzer, guideline=guideline)

@@ -1,6 +1,6 @@
 """The default pipeline's scores against a plain, slow implementation of their formula.
 
-retrieval.pipeline_ours documents the score of a passage x; here it is computed again
+retrieval.scoring documents the score of a passage x; here it is computed again
 with dictionaries and loops, from nothing but the analyzer's terms and bigrams of each
 text and the passages and line spans of each page, on random corpora and settings. The
 vectorised build (chunked rows, saturation, idf, span ranges) and the query arithmetic
@@ -199,7 +199,7 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> N
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
     analyzer = make_analyzer(settings)
     data = build_data(pages, "v", settings, analyzer)
-    retriever = OursRetriever(settings, pages, data, analyzer)
+    retriever = OursRetriever(settings, pages, data, analyzer, guideline="default")
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
     with_parts = 0
     vocab = sorted(data.term_vocab)
