@@ -14,20 +14,20 @@ from guiderag import retrieval
 from guiderag.chatbot import Chatbot, Library
 from guiderag.chatbot.gate import ASKED_FIGURE, LINE_COVERAGE, REASONS, THRESHOLD, EvidenceGate, Measures, Verdict
 
-SMOKING = (
-    "Q5 たばこはやめたほうがよいですか？",
-    "禁煙について",
-    "たばこは手術後の合併症を増やします。",
-    "一人で禁煙するのが難しいときは、禁煙外来を利用する方法もあります。",
+REHAB = (
+    "Q8 手術のあとのリハビリはどのように進めますか？",
+    "リハビリの進め方",
+    "手術の翌日から、ベッドの上で手足を動かす練習を始めます。",
+    "退院後に続けたいときは、リハビリ外来に通う方法もあります。",
 )
-COST = (
-    "Q6 治療費の負担を軽くする制度はありますか？",
-    "高額療養費制度",
-    "1か月の自己負担額には上限があり、超えた分は払い戻されます。",
+AID = (
+    "Q9 医療費の支払いが心配なときはどうすればよいですか？",
+    "医療費の助成",
+    "入院や外来でかかった医療費の自己負担には、所得に応じた上限があります。",
 )
-PAGES = {"http://guide.test/q5.html": SMOKING, "http://guide.test/q6.html": COST}
-COVERED = "治療費の自己負担はいくらまでですか"
-NO_FIGURE = "禁煙外来の費用はいくらかかりますか"  # the guideline names 禁煙外来, never its cost
+PAGES = {"http://guide.test/q8.html": REHAB, "http://guide.test/q9.html": AID}
+COVERED = "医療費の自己負担はいくらまでですか"
+NO_FIGURE = "リハビリ外来の費用はいくらかかりますか"  # the guideline names リハビリ外来, never its cost
 NOTHING = "骨折したときのギプスの巻き方を教えてください"
 
 
@@ -56,7 +56,8 @@ def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(setti
     assert nothing.retrieval_json(result) == result.to_json()
     # the line-coverage rule: the same result held to a cut it cannot reach
     strict = EvidenceGate(settings.replace(min_line_coverage=0.99), retriever)
-    verdict = strict.judge("禁煙外来の手術後の合併症と制度", result := retriever.search("禁煙外来の手術後の合併症と制度"))
+    mixed = "リハビリ外来と医療費の助成と手術の翌日"
+    verdict = strict.judge(mixed, result := retriever.search(mixed))
     assert verdict.measures.over_threshold and verdict.refused_by == LINE_COVERAGE
     assert verdict.retrieval_json(result)["line_coverage"] < 0.99
 
@@ -87,7 +88,7 @@ def test_the_decision_is_replaceable_without_touching_the_measures(settings) -> 
     gate = EvidenceGate(settings, retriever, decision=decision)
     with Chatbot(settings, retriever=retriever, gate=gate) as bot:
         answer = bot.ask(NO_FIGURE)
-    assert answer.coverage == "governed" and "禁煙外来" in answer.answer  # the rules would have refused it
+    assert answer.coverage == "governed" and "リハビリ外来" in answer.answer  # the rules would have refused it
     [measures] = decision.seen
     assert measures.asked_figure_missing == {"how much"}  # measured all the same
 
