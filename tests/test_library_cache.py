@@ -19,7 +19,6 @@ import requests
 
 from apikit import serve
 from guiderag.api.service import Service
-from guiderag.chatbot import library_cache
 from guiderag.chatbot.library_cache import LOAD_LOCK, LibraryCache, shared_library
 from guiderag.cli import main
 from guiderag.processes import clean_env
@@ -49,7 +48,6 @@ def stores(fast_env: Path, tmp_path: Path):
         assert main(["scrape", g_base + "/gastric/index.html", "--guideline", "gastric"]) == 0
         assert main(["scrape", g_base + "/gastric/index.html", "--db", str(one)]) == 0
         yield {"two": two, "one": one, "gastric": g_base}
-    library_cache.clear()
 
 
 def _from_gastric(answer) -> bool:
