@@ -53,8 +53,9 @@ REASONS = {
 class Measures:
     """The evidence one retrieval result holds for one question. A measure that does not
     apply is None: the line coverage when nothing cleared the threshold, for the protocol
-    pipeline, or with settings.min_line_coverage 0; the asked figure likewise, or when
-    settings.require_asked_figure is off or it was not asked for."""
+    pipeline, or with settings.min_line_coverage 0; the missing figure likewise, or with
+    settings.require_asked_figure off, or when judged with asked_figure=False (an empty
+    set: no figure asked for is missing)."""
 
     pipeline: str
     over_threshold: bool  # a passage cleared the retrieval threshold (RetrievalResult.governed)
