@@ -175,13 +175,14 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from guiderag.retrieval.keywords import guide_terms_prompt, keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import (KEYWORD_COUNT, MODEL_TERMS, guide_terms_prompt, keyword_prompt,
+                                                 parse_keywords)
 
         if self.settings.pipeline == PROTOCOL:  # the published prompt
-            count = self.settings.keyword_count
+            count = KEYWORD_COUNT
             system, user = keyword_prompt(question, count)
         else:  # the guideline's words for the question; they may only add evidence
-            count = self.settings.model_terms
+            count = MODEL_TERMS
             system, user = guide_terms_prompt(question, count)
         record.keywords_model = self.llm.model_for("keywords")
         try:

@@ -82,9 +82,6 @@ class Library:
         title = next((g.title for g in self.guidelines if g.id == gid), "")
         return {"id": gid, "title": title}
 
-    def settings_for(self, gid: str) -> Settings:
-        return self.settings if self.settings.guideline == gid else self.settings.replace(guideline=gid)
-
     def retriever(self, gid: str) -> Retriever:
         """The retriever of one guideline, loaded on first use (its index rebuilt if stale)."""
         retriever = self._retrievers.get(gid)
@@ -94,7 +91,7 @@ class Library:
             if gid not in self._retrievers:
                 from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-                self._retrievers[gid] = load_retriever(self.settings_for(gid))
+                self._retrievers[gid] = load_retriever(self.settings, self.settings.guideline_scope(gid))
             return self._retrievers[gid]
 
     def gate(self, gid: str) -> EvidenceGate:
@@ -106,7 +103,7 @@ class Library:
         retriever = self.retriever(gid)
         with self._loading:
             if gid not in self._gates:
-                self._gates[gid] = EvidenceGate(self.settings_for(gid), retriever)
+                self._gates[gid] = EvidenceGate(self.settings, retriever)
             return self._gates[gid]
 
     def loaded(self) -> list[Retriever]:
@@ -199,7 +196,7 @@ class Library:
         """A fresh Chatbot (a new session) over one guideline, with the guideline's shared
         retriever and evidence gate, and `store`, else a store connection of its own (closed
         with it): asks on several threads never share one."""
-        return Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm, store=store,
+        return Chatbot(self.settings, retriever=self.retriever(gid), llm=self.llm, store=store,
                        guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None,
                        gate=self.gate(gid))
 

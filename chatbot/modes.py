@@ -87,8 +87,7 @@ class Extract(AnswerMode):
         slots = self.retriever.query_slots(question, result.keywords)  # with the keywords' when they add any
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self.analyze, self.retriever.idf, heading_max_chars=self.settings.heading_max_chars,
-            slots=slots[-1] if slots else None,
+            self.analyze, self.retriever.idf, slots=slots[-1] if slots else None,
         )
         if not text:
             return self.refusal(question, result, retrieval, error=error)
@@ -118,8 +117,7 @@ class Lines(AnswerMode):
             raise ModelReplyError(f"the model's line selection cannot be used: {verdict.problem.reason}",
                                   verdict.problem.code)
         budget = self.settings.answer_chars
-        text, shown = render(ranked_picks(reference, verdict.numbers), budget,
-                             heading_max_chars=self.settings.heading_max_chars)
+        text, shown = render(ranked_picks(reference, verdict.numbers), budget)
         wanted = {(nl.page.url, nl.page.version, nl.line) for n in verdict.numbers if (nl := reference.get(n))}
         kept = sum(1 for p in shown for n in p.lines if (p.url, p.version, n) in wanted)
         extra: dict[str, Any] = {"lines_picked": len(wanted), "lines_shown": kept}

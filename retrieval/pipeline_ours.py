@@ -20,17 +20,18 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import OURS, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, OURS, Settings
 from guiderag.store import PageVersion
 
 from .analyzer import Analyzer
 from .bm25 import unseen_idf
 from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
-from .keywords import clean_keywords, highest_idf_nouns
+from .keywords import KEYWORD_COUNT, clean_keywords, highest_idf_nouns
 from .passages import is_question_title
 from .query import PARTS_JOIN, Query, QueryBuilder, Slot
 from .result import Candidate, Passage, RetrievalResult
+from . import scoring
 from .retriever import Retriever, Slots
 from .scoring import PassageScorer
 
@@ -43,13 +44,13 @@ class OursRetriever(Retriever):
 
     pipeline = OURS
 
-    def __init__(self, settings: Settings, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer,
-                 *, guideline: str) -> None:
+    def __init__(self, settings: Settings, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer, *,
+                 guideline: str = DEFAULT_GUIDELINE) -> None:
         super().__init__(settings, pages, data.corpus_version, guideline=guideline)
         self.data = data
         self.analyzer = analyzer
         self._unseen = unseen_idf(data.n_pages)
-        self._unseen_query = self._unseen * settings.unknown_term_weight
+        self._unseen_query = self._unseen * scoring.UNKNOWN_TERM_WEIGHT
         self._builder: QueryBuilder | None = None
         # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
         self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
@@ -66,7 +67,7 @@ class OursRetriever(Retriever):
         return self.analyzer.query_terms(text)
 
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
-        k = self.settings.keyword_count if k is None else k
+        k = KEYWORD_COUNT if k is None else k
         return highest_idf_nouns(
             self.analyzer.query_analysis(question).terms, self.idf, k, known=self.data.term_vocab.__contains__
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Mapping, Sequence
 
-from guiderag.settings import Settings
+from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
 from .result import RetrievalResult
@@ -25,7 +25,7 @@ class Retriever(ABC):
     pipeline: str = ""
 
     def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str, *,
-                 guideline: str) -> None:
+                 guideline: str = DEFAULT_GUIDELINE) -> None:
         self.settings = settings
         self.pages: list[PageVersion] = list(pages)
         self.corpus_version = corpus_version
@@ -37,7 +37,7 @@ class Retriever(ABC):
 
     @abstractmethod
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
-        """The question's `k` (default settings.keyword_count) highest-IDF nouns."""
+        """The question's `k` (default keywords.KEYWORD_COUNT) highest-IDF nouns."""
 
     @abstractmethod
     def idf(self, term: str) -> float:
