@@ -152,7 +152,8 @@ class AuditLog:
         """Write one row for an answer (in its own transaction) and return its id."""
         retrieval = answer.retrieval or {}
         shown = [
-            {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash}
+            {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash,
+             **({"pdf_page": p.pdf_page, "pdf_pages": list(p.pdf_pages or [])} if p.pdf_page is not None else {})}
             for p in answer.passages
         ]
         payload = answer.to_json()

@@ -7,6 +7,9 @@ GuideragError
 │   ├── QuestionError
 │   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
+│   └── PdfRefusedError   one PDF document is not read (encrypted, a scan, damaged, a
+│                         bomb, too many pages, JavaScript...): its page fails with the
+│                         reason, its previous version stays current, the run goes on
 ├── StoreError        the SQLite store is locked or corrupt
 │   ├── StoreMissingError (also an InputError: exit 2) no store at --db (or an empty file)
 │   ├── StoreBusyError    another scrape is writing to the store; nothing was changed
@@ -56,6 +59,15 @@ class QuestionError(InputError):
 
 class ScrapeError(GuideragError):
     """The scrape failed; the previous good corpus is untouched."""
+
+
+class PdfRefusedError(ScrapeError):
+    """A PDF document that is not read; `code` names why (encrypted, scanned, damaged,
+    truncated, bomb, too_many_pages, too_large, active, not_pdf, crashed, timeout)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class StoreError(GuideragError):

@@ -141,6 +141,19 @@ class ScraperConfig:
     # is aborted with the previous corpus kept as it was.
     abort_after_failures: int = setting(3, "this many pages failing in a row abort the scrape (the previous "
                                         "corpus kept); 0: never", check=at_least(0))
+    # PDF documents (scraper/pdf.py) are read in a worker process of their own, with an
+    # address-space and CPU limit; a refused PDF fails its page, its previous version stays.
+    pdf_max_bytes: int = setting(50_000_000, "a PDF larger than this many bytes is refused unread (an HTML "
+                                 "page's limit is max_page_bytes)", check=above(0))
+    pdf_max_pages: int = setting(1000, "a PDF of more pages than this is refused before its text is read",
+                                 check=above(0))
+    # A stream inflating past this is a decompression bomb (scraper/pdfscan.py).
+    pdf_max_stream_bytes: int = setting(100_000_000, "a PDF with a stream inflating to more bytes than this is "
+                                        "refused as a decompression bomb", check=above(0))
+    pdf_memory_mb: int = setting(2048, "megabytes of address space the worker reading one PDF may use",
+                                 check=above(0))
+    pdf_timeout_s: float = setting(120.0, "seconds the worker may take to read one PDF (its CPU time too)",
+                                   check=above(0))
 
 
 @dataclass(frozen=True)

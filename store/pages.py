@@ -23,12 +23,17 @@ from guiderag.settings import DEFAULT_GUIDELINE, check_guideline_id
 
 from . import schema
 from .connection import connect, describe, restate
+from .layout import PdfLayout
 from .pg import display
 
 
-def content_hash(title: str, lines: Sequence[str]) -> str:
-    """Hash of what a reader sees: the title and the text lines, not the raw HTML."""
-    digest = hashlib.sha256(json.dumps([title, list(lines)], ensure_ascii=False).encode("utf-8"))
+def content_hash(title: str, lines: Sequence[str], pdf: PdfLayout | None = None) -> str:
+    """Hash of what a reader sees: the title and the text lines, not the raw HTML; for a
+    PDF also where each line is printed and the file's bytes (PdfLayout.digest_parts)."""
+    parts: list[Any] = [title, list(lines)]
+    if pdf is not None:
+        parts.append(pdf.digest_parts())
+    digest = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8"))
     return "sha256:" + digest.hexdigest()
 
 
@@ -47,6 +52,7 @@ class PageVersion:
     last_modified: str | None = None
     removed: bool = False
     guideline: str = DEFAULT_GUIDELINE  # the id of the guideline the page belongs to
+    pdf: PdfLayout | None = None  # a PDF document: the pages of its lines, its sections
 
     def line(self, number: int) -> str:
         """Line `number`, counted from 1 as in citations."""
@@ -54,11 +60,14 @@ class PageVersion:
 
     def summary(self) -> dict[str, Any]:
         """The page as `guiderag pages --json` and `GET /v1/pages` list it."""
-        return {
+        out: dict[str, Any] = {
             "url": self.url, "title": self.title, "version": self.version, "fetched_at": self.fetched_at,
             "content_hash": self.content_hash, "lines": len(self.lines), "removed": self.removed,
             "guideline": self.guideline,
         }
+        if self.pdf is not None:  # a PDF document: its pages and sections
+            out.update(pdf_pages=self.pdf.page_count, sections=len(self.pdf.sections))
+        return out
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,7 @@ class FetchedPage:
     last_modified: str | None = None
     http_status: int = 200
     not_modified: bool = False
+    pdf: PdfLayout | None = None  # a PDF document: the pages of its lines, its sections
 
 
 @dataclass(frozen=True)
@@ -535,7 +545,7 @@ class Store:
             )
             summary.unchanged.append(page.url)
             return
-        chash = content_hash(page.title, page.lines)
+        chash = content_hash(page.title, page.lines, page.pdf)
         if row is None:
             cur = self.conn.execute(
                 "INSERT INTO pages(url, first_seen, last_seen, current_version, guideline_id) VALUES (?, ?, ?, 1, ?)",
@@ -571,7 +581,7 @@ class Store:
     ) -> None:
         self.conn.execute(
             "INSERT INTO page_versions(page_id, version, title, lines, content_hash, fetched_at, "
-            "etag, last_modified, http_status, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "etag, last_modified, http_status, run_id, pdf_layout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 page_id,
                 version,
@@ -583,6 +593,7 @@ class Store:
                 page.last_modified,
                 page.http_status,
                 run_id,
+                page.pdf.to_json() if page.pdf is not None else None,
             ),
         )
 
@@ -600,6 +611,7 @@ class Store:
             last_modified=row["last_modified"],
             removed=row["removed_at"] is not None,
             guideline=row["guideline_id"] if "guideline_id" in row.keys() else DEFAULT_GUIDELINE,
+            pdf=PdfLayout.from_json(row["pdf_layout"]) if "pdf_layout" in row.keys() else None,
         )
 
 

@@ -95,6 +95,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                    MIN(p.first_seen)
             FROM pages p HAVING COUNT(*) > 0""",
     )),
+    Migration(3, "PDF documents: the page(s) each stored line is printed on, sections, removed lines", (
+        # JSON (store.layout.PdfLayout); NULL for an HTML page. Kept with each version,
+        # as its lines are: a citation names the PDF page of the version it quotes.
+        "ALTER TABLE page_versions ADD COLUMN pdf_layout TEXT",
+    )),
 )
 LATEST = MIGRATIONS[-1].version
 

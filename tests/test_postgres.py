@@ -170,3 +170,25 @@ def test_main_in_process_against_postgresql(pg_database: str, tmp_path: Path, mo
     assert json.loads(capsys.readouterr().out)["coverage"] == "governed"
     index = tmp_path / "xdg" / "guiderag" / "postgresql"
     assert any(index.glob("*.db.index"))  # the index lives on this machine, beside the anchor
+
+
+def test_a_pdf_document_is_stored_and_read_back_with_its_pages_as_in_sqlite(pg_database: str, tmp_path: Path) -> None:
+    """The PDF layout (migration 'PDF documents') on both backends: one page, its lines'
+    PDF pages, sections and removed lines, the same content hash."""
+    from guiderag.store import FetchedPage
+    from guiderag.store.layout import PdfLayout
+
+    layout = PdfLayout(line_pages=((1,), (1, 2), (2,)), sections=((1, "第1章"), (2, "Q1 退院はいつですか？")),
+                       page_count=2, sha256="sha256:" + "0" * 64, document_title="第1章",
+                       removed=((1, "- 7 -", "folio (page number)"),))
+    page = FetchedPage(url="http://127.0.0.1:1/guide/a.pdf", title="第1章",
+                       lines=("第1章", "Q1 退院はいつですか？", "二週間ほどで退院となります。"), pdf=layout)
+    read = []
+    for where in (pg_database, str(tmp_path / "s.db")):
+        with Store(where) as store:
+            run = store.begin_run("http://127.0.0.1:1/guide/index.html")
+            store.commit_run(run, [page], content_urls=[page.url])
+            read.append(store.get_page(page.url))
+    assert read[0] is not None and read[1] is not None
+    assert read[0].pdf == read[1].pdf == layout
+    assert read[0].content_hash == read[1].content_hash and read[0].lines == page.lines
