@@ -1,11 +1,11 @@
 """The chat for patients and families: `streamlit run app.py` (what `guiderag chat` runs).
 
 The page itself is guiderag.ui.page; this file is only what Streamlit is pointed at.
-Streamlit runs it as `__main__`; a process that multiprocessing spawns re-imports the
-parent's main script as `__mp_main__` (a test process whose last Streamlit AppTest left
-this file as its main, then an evaluation's worker pool), and must not draw the page.
+Streamlit runs it as __main__ (and leaves it in sys.modules as __main__); the guard keeps
+a process spawned later by the same interpreter (eval's workers import the parent's main
+module as __mp_main__) from drawing the page.
 """
 from guiderag.ui.page import main
 
-if __name__ != "__mp_main__":
+if __name__ == "__main__":
     main()
