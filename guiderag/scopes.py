@@ -127,7 +127,7 @@ class ScraperConfig:
                               check=NOT_EMPTY)
     timeout_s: float = setting(15.0, "seconds per socket operation of a fetch (connect, each read)", check=above(0))
     # A server trickling bytes (each read within timeout_s), even inside its headers, fails
-    # the page; the run goes on (scraper.fetch.Deadline).
+    # the page; the run goes on (scraper.deadline.Deadline).
     fetch_deadline_s: float = setting(120.0, "seconds a fetch may take from connecting to the last byte (status "
                                       "line, headers, body)",
                                       check=above(0))

@@ -17,26 +17,22 @@ text that is not plausibly text (binary bytes sent as text/html) refused.
 from __future__ import annotations
 
 import re
-import socket
-import threading
 import time
 import urllib.robotparser
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Mapping, TypedDict
+from typing import Mapping, TypedDict
 from urllib.parse import urljoin
 
 import requests
-import requests.adapters
-import urllib3.connection
-import urllib3.connectionpool
 import urllib3.exceptions
 
 from guiderag.settings import Settings
 from guiderag.clock import utc_now
 
 from . import charset, urls
+from .deadline import Deadline, DeadlineAdapter
 
 # Outcome kinds.
 OK = "ok"
@@ -133,101 +129,6 @@ class Robots:
         return float(delay) if delay else 0.0
 
 
-class Deadline:
-    """One request's deadline, from connecting to the last byte of the body.
-
-    requests' timeout bounds each socket operation, not their sum: a server sending its
-    status line and headers a byte every few seconds never trips it, and the body's own
-    deadline (checked between reads) starts only once the headers are in. So a timer runs
-    beside each request: when it fires, the request's socket is shut down, which ends the
-    read that waits on it, wherever it is (headers or body), and `expired` tells the
-    caller that the deadline, not the server, ended the response. The connection is known
-    through the urllib3 connection classes below (`_DeadlineAdapter`)."""
-
-    _current = threading.local()
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self.connection: urllib3.connection.HTTPConnection | None = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> "Deadline":
-        Deadline._current.deadline = self
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-        Deadline._current.deadline = None
-
-    @classmethod
-    def watch(cls, connection: urllib3.connection.HTTPConnection) -> None:
-        """The connection the running request of this thread uses (called as it sends)."""
-        deadline = getattr(cls._current, "deadline", None)
-        if deadline is not None:
-            with deadline._lock:
-                deadline.connection = connection
-                late = deadline.expired
-            if late:
-                deadline._shut(connection)
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            connection = self.connection
-        if connection is not None:
-            self._shut(connection)
-
-    @staticmethod
-    def _shut(connection: urllib3.connection.HTTPConnection) -> None:
-        sock = getattr(connection, "sock", None)
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # closed already
-
-
-class _WatchedHTTPConnection(urllib3.connection.HTTPConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        Deadline.watch(self)
-        super().request(*args, **kwargs)
-
-
-class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        Deadline.watch(self)
-        super().request(*args, **kwargs)
-
-
-class _WatchedHTTPPool(urllib3.connectionpool.HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
-
-
-class _DeadlineAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter whose connections tell the running Deadline which they are."""
-
-    def init_poolmanager(self, *args: object, **kwargs: object) -> None:
-        super().init_poolmanager(*args, **kwargs)  # type: ignore[arg-type]
-        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: object) -> object:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if hasattr(manager, "pool_classes_by_scheme"):
-            manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
-        return manager
-
-
 class Fetcher:
     """Fetches pages of one site. Use as a context manager."""
 
@@ -236,7 +137,7 @@ class Fetcher:
         self.site = urls.site_of(urls.normalize_url(site_url))
         self.session = session or requests.Session()
         for prefix in ("http://", "https://"):
-            self.session.mount(prefix, _DeadlineAdapter())
+            self.session.mount(prefix, DeadlineAdapter())
         self.session.headers.update({"User-Agent": settings.user_agent, "Accept": ACCEPT})
         self.robots = Robots(None, settings.user_agent, "robots.txt not read yet")
         self._last_request = 0.0
