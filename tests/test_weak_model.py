@@ -27,9 +27,8 @@ from guiderag.chatbot.audit import AuditLog
 from guiderag.chatbot.lines import LINES_SYSTEM_PROMPT, number_reference
 from guiderag.cli import main
 from guiderag.settings import Settings
-from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
-from storekit import copy_store
+from storekit import assert_verbatim, copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 SHORT_THYMIC = "胸腺腫の治療法は？"
@@ -74,16 +73,6 @@ def audit_row(db: Path, audit_id: int) -> dict:
         conn.close()
     assert row is not None
     return row
-
-
-def assert_verbatim(db: Path, answer) -> None:
-    with Store(db, create=False) as store:
-        cited: list[str] = []
-        for p in answer.passages:
-            page = store.get_version(p.url, p.version)
-            assert p.text.split("\n") == [page.line(n) for n in p.lines]
-            cited += p.text.split("\n")
-    assert sorted(answer.answer.split("\n")) == sorted(cited)
 
 
 def extract_answer(db: Path, retriever, question: str):
