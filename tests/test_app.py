@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from guiderag.ui.bootstrap import ensure_corpus, store_status
+from guiderag.ui.bootstrap import store_status
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
 from guiderag.ui import render, session
 from guiderag.ui.text import MODE_LABELS, TEXT

@@ -338,7 +338,8 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
     """model_concurrency=1: a second ask waits for the first's call; past the queue timeout
     it is a model failure (here: fall back), and it says it was busy."""
     ref = number_reference(sample_retriever.search(THYMIC).passages)
-    with OpenAIStub(default=Reply("行: 1", delay_s=1.5)) as stub:
+    gate = threading.Event()  # the first call is answered once the second has given up
+    with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
         results: dict[str, object] = {}
         stages: list[str] = []
 
@@ -347,10 +348,14 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
 
         t = threading.Thread(target=first)
         t.start()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while stub.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert stub.calls == 1  # the first holds the one slot now
         with Chatbot(settings_for(stub, db, model_concurrency=1, model_queue_timeout_s=0.3,
                                   fallback_to_extract=True), retriever=sample_retriever) as bot:
             second = bot.ask(THYMIC, "lines", progress=lambda stage, chars: stages.append(stage))
+        gate.set()
         t.join()
         assert stub.calls == 1  # the second never reached the server
     assert len(ref) >= 1 and results["first"].mode == "lines"  # type: ignore[attr-defined]
