@@ -123,7 +123,6 @@ def store_at(request: pytest.FixtureRequest, tmp_path: Path):
     return request.getfixturevalue("pg_database")
 
 
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """How pytest-xdist (`-n auto`, scripts/test.sh; `--dist loadgroup --no-loadscope-reorder`,
     pyproject.toml) shares the tests between its workers, each of which has its own session
@@ -138,21 +137,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
       early), so that none is left running alone at the end while the other worker idles.
     Without -n the order is the same and the groups mean nothing."""
     model_modules = {item.nodeid.split("::")[0] for item in items if "local_model" in item.fixturenames}
+    group: dict[str, str] = {}  # nodeid -> its xdist_group
     for item in items:
         module = item.nodeid.split("::")[0]
         if module in model_modules:
-            item.add_marker(pytest.mark.xdist_group("local_model"))
+            group[item.nodeid] = "local_model"
         elif any(defs and defs[-1].scope in ("module", "class", "package") for defs in fixture_defs(item)):
-            item.add_marker(pytest.mark.xdist_group(module))
+            group[item.nodeid] = module
+        if item.nodeid in group:
+            item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
 
     def start(item: pytest.Item) -> int:
-        if item.nodeid.split("::")[0] in model_modules:
+        if group.get(item.nodeid) == "local_model":
             return 0
         if any(item.get_closest_marker(name) for name in ("slow", "browser", "model")):
             return 1
         return 2 if item.get_closest_marker("early") else 3
 
-    items.sort(key=start)  # stable: the collection order within each
+    first: dict[str, int] = {}  # a group starts with its earliest test, all of it together
+    for item in items:
+        if item.nodeid in group:
+            first[group[item.nodeid]] = min(first.get(group[item.nodeid], 3), start(item))
+    items.sort(key=lambda item: first[group[item.nodeid]] if item.nodeid in group else start(item))  # stable
 
 
 def fixture_defs(item: pytest.Item) -> list:
