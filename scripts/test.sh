@@ -20,4 +20,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 ensure_venv test,llm
+# Python's bytecode caches (__pycache__/, ignored by git) are written even where the shell
+# sets PYTHONDONTWRITEBYTECODE: without them every test worker, and every `python -m
+# guiderag` a test starts, compiles the package and the test modules again.
+unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -n auto "$@"
