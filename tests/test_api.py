@@ -169,9 +169,11 @@ def test_the_real_server_reads_its_environment_and_refuses_a_body_streamed_over_
     db = copy_store(scraped_sample, tmp_path / "guide.db")
     with serve(db, tmp_path / "serve.log", GUIDERAG_API_KEY="s3cret-key", GUIDERAG_API_MAX_BODY_BYTES="4096") as url:
         key = {"Authorization": "Bearer s3cret-key"}
+        before = audit_rows(db)
         assert requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=30).status_code == 401
         ok = requests.post(url + "/v1/ask", json={"question": THYMIC}, headers=key, timeout=60)
         assert ok.status_code == 200 and ok.json()["coverage"] == "governed"
+
         def chunks():
             for _ in range(40):  # 40 x 250 bytes, paced so that they arrive apart
                 time.sleep(0.005)
@@ -183,7 +185,7 @@ def test_the_real_server_reads_its_environment_and_refuses_a_body_streamed_over_
         declared = requests.post(url + "/v1/ask", data=b" " * 5000, timeout=30,
                                  headers={**key, "Content-Type": "application/json"})
         assert declared.status_code == 413 and declared.json()["error"]["code"] == "request_too_large"
-        assert audit_rows(db) == 1  # only the one answered question
+        assert audit_rows(db) == before + 1  # only the one answered question
 
 
 def _guide_site(answer: str) -> Site:
