@@ -4,7 +4,6 @@ model modes, driven through guiderag.cli.main and the Chatbot."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from guiderag.chatbot.generate import INSUFFICIENT_SENTENCE
 from guiderag.chatbot.lines import number_reference
 from guiderag.cli import main
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
+from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
 from storekit import assert_passages_stored, assert_verbatim, copy_store
 

@@ -26,6 +26,7 @@ from guiderag.chatbot.audit import AuditLog
 from guiderag.chatbot.lines import LINES_SYSTEM_PROMPT, number_reference
 from guiderag.cli import main
 from guiderag.settings import Settings
+from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
 from storekit import assert_verbatim, copy_store
 
