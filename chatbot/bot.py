@@ -35,7 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import GuideragError, InputError, ModelBusyError, ModelError, ModelReplyError, StoreError
-from guiderag.settings import DEFAULT_GUIDELINE, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
@@ -236,13 +236,14 @@ class Chatbot:
         """Model keywords when a keywords model is configured; None means offline."""
         if not self.llm.configured("keywords"):
             return None
-        from guiderag.retrieval.keywords import guide_terms_prompt, keyword_prompt, parse_keywords
+        from guiderag.retrieval.keywords import (KEYWORD_COUNT, MODEL_TERMS, guide_terms_prompt, keyword_prompt,
+                                                 parse_keywords)
 
         if self.settings.pipeline == PROTOCOL:  # the published prompt
-            count = self.settings.keyword_count
+            count = KEYWORD_COUNT
             system, user = keyword_prompt(question, count)
         else:  # the guideline's words for the question; they may only add evidence
-            count = self.settings.model_terms
+            count = MODEL_TERMS
             system, user = guide_terms_prompt(question, count)
         state["keywords_model"] = self.llm.model_for("keywords")
         try:
@@ -288,7 +289,7 @@ class Chatbot:
     ) -> Answer:
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self._analyze(), self._idf(), heading_max_chars=self.settings.heading_max_chars,
+            self._analyze(), self._idf(),
             slots=(self._slots(question, result) or [None])[-1],
         )
         if not text:
@@ -315,8 +316,7 @@ class Chatbot:
             raise ModelReplyError(f"the model's line selection cannot be used: {verdict.problem.reason}",
                                   verdict.problem.code)
         budget = self.settings.answer_chars
-        text, shown = render(ranked_picks(reference, verdict.numbers), budget,
-                             heading_max_chars=self.settings.heading_max_chars)
+        text, shown = render(ranked_picks(reference, verdict.numbers), budget)
         wanted = {(nl.page.url, nl.page.version, nl.line) for n in verdict.numbers if (nl := reference.get(n))}
         kept = sum(1 for p in shown for n in p.lines if (p.url, p.version, n) in wanted)
         extra: dict[str, Any] = {"lines_picked": len(wanted), "lines_shown": kept}
@@ -468,7 +468,7 @@ class Chatbot:
             return self.guideline
         if self._retriever is None:
             return None
-        gid = getattr(self._retriever.settings, "guideline", "") or DEFAULT_GUIDELINE
+        gid = self._retriever.guideline
         known = self.store.get_guideline(gid)
         self.guideline = {"id": gid, "title": known.title if known is not None else ""}
         return self.guideline

@@ -42,8 +42,11 @@ ANSWER_TYPE_WEIGHT = 0.35
 LIST_ITEMS_BROUGHT = 6
 # Weight of the passage's retrieval score against the line's own overlap score.
 PASSAGE_WEIGHT = 0.25
-# Weight of the character-bigram overlap (fraction of the question's bigrams in the line).
-BIGRAM_WEIGHT = 0.5
+# Weight of the character-bigram overlap (fraction of the question's bigrams in the line),
+# a bonus on the line's term overlap. Not retrieval's bigram channel share
+# (retrieval.pipeline_ours.BIGRAM_WEIGHT, 0.3, a passage's score): a different quantity
+# that happened to share its name; this one is used here only, as it always was.
+LINE_BIGRAM_WEIGHT = 0.5
 # How many of the best lines bring their next and previous lines as fillers.
 NEIGHBOUR_SOURCES = 3
 # How many lines of the top-ranked passage go before the line-score order.
@@ -175,7 +178,7 @@ def score_lines(
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
         bigram = len(q_bigrams & _bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0
-        score = overlap * (1.0 + BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
+        score = overlap * (1.0 + LINE_BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
         if kinds and gives(text, kinds):
             score += ANSWER_TYPE_WEIGHT
         scored.append(ScoredLine(pick, score, overlap, order))

@@ -23,9 +23,9 @@ GENERATE_SYSTEM_PROMPT = (
     "「" + INSUFFICIENT_SENTENCE + "」と回答してください。"
 )
 
-# Protocol sampling parameters.
+# Protocol sampling parameters (the reply budget, 1024 tokens as published, is the
+# answer_max_tokens setting).
 TEMPERATURE = 0.1
-MAX_TOKENS = 1024
 N = 1
 
 # Close variants of the insufficiency sentence (matched on NFKC text without spaces or

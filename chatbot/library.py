@@ -80,9 +80,6 @@ class Library:
         title = next((g.title for g in self.guidelines if g.id == gid), "")
         return {"id": gid, "title": title}
 
-    def settings_for(self, gid: str) -> Settings:
-        return self.settings if self.settings.guideline == gid else self.settings.replace(guideline=gid)
-
     def retriever(self, gid: str) -> Retriever:
         """The retriever of one guideline, loaded on first use (its index rebuilt if stale)."""
         retriever = self._retrievers.get(gid)
@@ -92,7 +89,7 @@ class Library:
             if gid not in self._retrievers:
                 from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-                self._retrievers[gid] = load_retriever(self.settings_for(gid))
+                self._retrievers[gid] = load_retriever(self.settings, self.settings.guideline_scope(gid))
             return self._retrievers[gid]
 
     def loaded(self) -> list[Retriever]:
@@ -146,7 +143,7 @@ class Library:
         retriever = self.retriever(gid)
         with self._loading:
             if gid not in self._judges:
-                self._judges[gid] = Chatbot(self.settings_for(gid), retriever=retriever, llm=self.llm,
+                self._judges[gid] = Chatbot(self.settings, retriever=retriever, llm=self.llm,
                                             store=self.store)
             return self._judges[gid]
 
@@ -196,13 +193,13 @@ class Library:
     def chatbot(self, gid: str, routing: rt.Routing | None) -> Chatbot:
         """A fresh Chatbot (a new session) over one guideline, with a store connection of its
         own (closed with it): asks on several threads never share one."""
-        return Chatbot(self.settings_for(gid), retriever=self.retriever(gid), llm=self.llm,
+        return Chatbot(self.settings, retriever=self.retriever(gid), llm=self.llm,
                        store=self.store if self._share_store else None,
                        guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None)
 
     def corpus_versions(self) -> str:
         """The corpus version of each loaded guideline, for a results workbook's meta."""
-        versions = {getattr(r.settings, "guideline", "") or DEFAULT_GUIDELINE: r.corpus_version
+        versions = {r.guideline: r.corpus_version
                     for r in self._retrievers.values()}
         if len(versions) == 1:
             return next(iter(versions.values()))

@@ -33,7 +33,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         from .compare import compare_workbooks
 
         a, b = args.compare
-        result = compare_workbooks(a, b, resamples=settings.bootstrap_resamples, seed=settings.bootstrap_seed)
+        result = compare_workbooks(a, b)
         if as_json:
             _print_json(result.to_json())
         else:

@@ -158,10 +158,10 @@ def run_devbench(
         raise InputError(f"--limit must be a positive number of questions, not {limit}")
 
     articles = jsquad.load_articles(bench_dir, settings=settings)
-    inside, outside = jsquad.split_articles(articles, settings.jsquad_held_out, settings.jsquad_seed)
+    inside, outside = jsquad.split_articles(articles, jsquad.HELD_OUT, jsquad.SEED)
     all_questions = jsquad.questions(inside, outside)
     n = limit or settings.devbench_sample
-    chosen = jsquad.sample(all_questions, n, settings.jsquad_seed) if n else all_questions
+    chosen = jsquad.sample(all_questions, n, jsquad.SEED) if n else all_questions
     sampled = ""
     if len(chosen) < len(all_questions):
         why = "--limit" if limit else "GUIDERAG_DEVBENCH_SAMPLE"

@@ -256,11 +256,11 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
     path = suite_dir(bench_dir)
     questions = spread(load_questions(path), limit)
     with workdir_for(workdir, "guiderag-patient-") as (work, keep):
-        base = settings.replace(db=work / "patient.db", delay_s=0.0, urls_xlsx=work / "patient-urls.xlsx",
-                                progress=False)
+        book = work / "patient-urls.xlsx"
+        base = settings.replace(db=work / "patient.db", delay_s=0.0, urls_xlsx=book, progress=False)
         fresh_store(base)
-        if base.workbook_path.exists():
-            base.workbook_path.unlink()  # an earlier run's workbook would be read as hand edits
+        if book.exists():
+            book.unlink()  # an earlier run's workbook would be read as hand edits
         with serve_directory(path / "site") as root:
             report = scraper.scrape_site(base, root + "gb/index.html", stderr=io.StringIO())
         stored = len(report.summary.added)

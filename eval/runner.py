@@ -8,7 +8,7 @@ the next; in a store of several guidelines the question is first routed to one
 (`Answer.retrieval_result`): the candidates and the whole reference, which the answer's
 JSON alone does not hold.
 
-Big sets (settings.eval_parallel_min questions or more) are spread over one worker
+Big sets (PARALLEL_MIN questions or more) are spread over one worker
 process per core (spawned, each loading its own retriever), in batches; results are put
 back in question order, so they are the same as in-process, latency aside (latencies
 are measured inside each worker, with the other workers running).
@@ -43,6 +43,9 @@ CHECKPOINT_MIN_S = 30.0
 CHECKPOINT_COST_FACTOR = 10.0
 BATCH_QUESTIONS = 25  # questions per task sent to a worker process
 MAX_AUTO_WORKERS = 4
+# With eval_workers 0, a set of fewer questions is answered in-process: starting workers
+# (each loads MeCab and the index, a few seconds) costs more than it saves below this.
+PARALLEL_MIN = 200
 
 
 class EvalInterrupted(KeyboardInterrupt):
@@ -216,7 +219,7 @@ def make_library(settings: Settings, retriever: Any = None, llm: Any = None, sto
 
     retrievers = {}
     if retriever is not None:
-        retrievers[getattr(retriever.settings, "guideline", "") or _only_guideline(settings)] = retriever
+        retrievers[retriever.guideline] = retriever
     library = Library(settings, retrievers=retrievers, llm=llm, store=store, share_store=store is not None)
     for gid in library.ids or [settings.guideline or _only_guideline(settings)]:
         library.retriever(gid)  # a stale index is rebuilt here, before any question is timed
@@ -224,9 +227,9 @@ def make_library(settings: Settings, retriever: Any = None, llm: Any = None, sto
 
 
 def _only_guideline(settings: Settings) -> str:
-    from guiderag.retrieval.corpus import for_guideline
+    from guiderag.retrieval.corpus import resolve_guideline
 
-    return for_guideline(settings).guideline
+    return resolve_guideline(settings).id
 
 
 class _Asker:
@@ -279,7 +282,7 @@ def worker_count(settings: Settings, n_questions: int) -> int:
     """Processes to use: settings.eval_workers, or (0) one per core for big sets."""
     if settings.eval_workers > 0:
         return settings.eval_workers
-    if n_questions < settings.eval_parallel_min:
+    if n_questions < PARALLEL_MIN:
         return 1
     return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
 

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from guiderag.settings import Settings
+from guiderag.settings import DEFAULT_GUIDELINE, Settings
 
 
 @contextlib.contextmanager
@@ -27,5 +27,6 @@ def fresh_store(settings: Settings) -> None:
         p = settings.db.with_name(settings.db.name + suffix)
         if p.exists():
             p.unlink()
-    if settings.index_dir.is_dir():
-        shutil.rmtree(settings.index_dir)
+    index_dir = settings.guideline_scope(DEFAULT_GUIDELINE).index_dir
+    if index_dir.is_dir():
+        shutil.rmtree(index_dir)

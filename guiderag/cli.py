@@ -15,11 +15,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .errors import GuideragError
 from .redact import redact
-from .settings import AUTO_GUIDELINE, MODES, PIPELINES, Settings
+from .registry import Setting
+from .settings import AUTO_GUIDELINE, BY_NAME, MODES, PIPELINES, REGISTRY, Settings, ignored_variables
 from .streams import pipe_safe_streams
 
 # command -> (module, function); each function is `(args, settings) -> int`.
@@ -38,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("guiderag.scraper.commands", "run_check"),
     "serve": ("guiderag.api.commands", "run_serve"),
     "loadbench": ("guiderag.api.commands", "run_loadbench"),
+    "config": ("guiderag.commands", "run_config"),
 }
 
 
@@ -49,11 +51,34 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _flag_type(s: Setting) -> Callable[[str], object]:
+    """argparse's type for a setting's flag: the registry's parsing, its error as argparse's."""
+    def parse(raw: str) -> object:
+        try:
+            value = s.parse(raw, "the value")
+            s.check(value, "the value")
+        except GuideragError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+    parse.__name__ = s.type_name  # what argparse's "invalid <type> value" names
+    return parse
+
+
+def add_setting_flag(parser: argparse.ArgumentParser, name: str, **kwargs: object) -> None:
+    """The flag of a setting that maps one to one: its type and help from the registry."""
+    s = BY_NAME[name]
+    assert s.flag is not None and s.spec.flag_help, name
+    kwargs.setdefault("help", f"{s.help} (default: ${s.env}, else {s.default_text()})")
+    if "choices" not in kwargs:
+        kwargs["type"] = _flag_type(s)
+    parser.add_argument(s.flag, **kwargs)  # type: ignore[arg-type]
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
-    common.add_argument("--db", help="page store: an SQLite file or a postgresql:// URL (default: $GUIDERAG_DB, else ~/.local/share/guiderag/guiderag.db)")
-    common.add_argument("--pipeline", choices=PIPELINES, help="retrieval pipeline (default: ours)")
-    common.add_argument("--threshold", type=float, help="retrieval score threshold (default: 0.2)")
+    add_setting_flag(common, "db")
+    add_setting_flag(common, "pipeline", choices=PIPELINES)
+    add_setting_flag(common, "threshold")
     common.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     parser = _Parser(prog="guiderag", description="Answer questions from a clinical guideline, in its own words.")
@@ -62,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("scrape", parents=[common], help="harvest, classify, fetch and store the guideline pages")
     p.add_argument("toc_url", nargs="?", help="URL of the table-of-contents page")
     p.add_argument("--sample", action="store_true", help="scrape the bundled sample guideline from a loopback server")
-    p.add_argument("--urls-xlsx", type=Path, help="URL workbook: hand edits of include/category win; rewritten after the scrape")
-    p.add_argument("--delay", type=float, help="seconds between requests (default 0.5)")
+    add_setting_flag(p, "urls_xlsx")
+    add_setting_flag(p, "delay_s")
     p.add_argument("--no-index", action="store_true", help="do not rebuild the retrieval index afterwards")
     p.add_argument("--force", action="store_true", help="fetch every page in full (no conditional GET)")
     p.add_argument("--guideline", metavar="ID", help="store the site as this guideline (default: the store's default one)")
@@ -87,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(exit 0 in sync, 3 diverged or too old, 1 failure)")
     p.add_argument("toc_url", nargs="?", help="table-of-contents URL (default: the one the guideline was scraped from)")
     p.add_argument("--guideline", metavar="ID", help="check this guideline (default: every guideline of the store)")
-    p.add_argument("--max-age", type=float, metavar="HOURS", help="a last scrape older than this is a divergence "
-                   "(default: $GUIDERAG_MAX_AGE_HOURS, 0 = no limit)")
+    add_setting_flag(p, "max_age_hours", metavar="HOURS")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
 
     p = sub.add_parser("bench", parents=[common], help="retrieval speed benchmark on generated corpora")
@@ -98,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ask", parents=[common], help="answer one question")
     p.add_argument("question")
-    p.add_argument("--mode", choices=MODES)
+    add_setting_flag(p, "mode", choices=MODES)
     p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
     p.add_argument("--guideline", metavar="ID|auto", help="answer from this guideline, or auto: the one "
                    "that governs the question (default)")
@@ -112,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="run a question set and write a scored workbook")
     p.add_argument("questions", type=Path, nargs="?", help="QUESTIONS.xlsx")
     p.add_argument("--out", type=Path, help="RESULTS.xlsx")
-    p.add_argument("--mode", choices=MODES)
+    add_setting_flag(p, "mode", choices=MODES)
     p.add_argument("--compare", type=Path, nargs=2, metavar=("A.xlsx", "B.xlsx"), help="paired-bootstrap comparison of two result workbooks")
     p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
@@ -145,27 +169,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", parents=[common], help="serve the chat page (Streamlit) on the bundled sample or --db")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+
+    p = sub.add_parser("config", parents=[common], help="every setting: its value and where it came from "
+                       "(default, environment, flag), its environment variable and help; secrets masked")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print {\"settings\": [...]} as JSON on stdout")
+    out.add_argument("--markdown", action="store_true", help="print the settings reference (docs/settings.md) "
+                     "as generated from the registry")
     return parser
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """CLI flags over environment over defaults."""
-    overrides = {
-        "db": getattr(args, "db", None),
-        "pipeline": getattr(args, "pipeline", None),
-        "threshold": getattr(args, "threshold", None),
-        "mode": getattr(args, "mode", None),
-        "urls_xlsx": getattr(args, "urls_xlsx", None),
-        "delay_s": getattr(args, "delay", None),
-        "max_age_hours": getattr(args, "max_age", None),
-    }
-    guideline = getattr(args, "guideline", None)
-    if guideline is not None:  # --guideline auto: no fixed guideline, whatever the environment says
-        overrides["guideline"] = "" if guideline == AUTO_GUIDELINE else guideline
-    if getattr(args, "force", False):
-        overrides["conditional_get"] = False
-    if getattr(args, "no_progress", False):
-        overrides["progress"] = False
+    """CLI flags over environment over defaults: every registered setting's flag the
+    command has. A switch (--force, --no-progress) sets its boolean to the opposite of
+    the default; --guideline auto means no fixed guideline, whatever the environment says."""
+    overrides: dict[str, Any] = {}
+    for s in REGISTRY:
+        if s.flag is None:
+            continue
+        value = getattr(args, s.flag.lstrip("-").replace("-", "_"), None)
+        if isinstance(value, bool) and s.kind is bool:
+            if value:
+                overrides[s.name] = not s.default
+        elif value is not None:
+            overrides[s.name] = "" if s.name == "guideline" and value == AUTO_GUIDELINE else value
     return Settings.load(**overrides)
 
 
@@ -201,6 +228,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = settings_from_args(args)
+        for warning in ignored_variables():
+            print(f"guiderag: warning: {warning}", file=sys.stderr)
         module_name, func_name = COMMANDS[args.command]
         func: Callable[[argparse.Namespace, Settings], int] = getattr(
             importlib.import_module(module_name), func_name

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GuideragError, InputError
-from .settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, Settings
+from .resources import SAMPLE_SITE_URL
+from .settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, GuidelineScope, Settings
 
 
 def _say(text: str) -> None:
@@ -33,25 +34,25 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("give the table-of-contents URL to scrape (or --sample for the bundled sample guideline)")
     if getattr(args, "guideline", None) == AUTO_GUIDELINE:
         raise InputError("--guideline auto is for asking; a scrape stores one named guideline (e.g. --guideline gastric)")
-    settings = settings.replace(guideline=settings.guideline or DEFAULT_GUIDELINE)
+    scope = settings.guideline_scope(settings.guideline or DEFAULT_GUIDELINE)
     title = getattr(args, "title", None)
     if args.sample:
         if getattr(args, "delay", None) is None:
             settings = settings.replace(delay_s=0.0)  # our own loopback server: no one to be polite to
         with serve_sample_site() as toc_url:
-            report = scrape_site(settings, toc_url, urls_xlsx=args.urls_xlsx,
-                                 public_site=settings.sample_site_url, title=title)
+            report = scrape_site(settings, toc_url, guideline=scope, urls_xlsx=args.urls_xlsx,
+                                 public_site=SAMPLE_SITE_URL, title=title)
     else:
-        report = scrape_site(settings, args.toc_url, urls_xlsx=args.urls_xlsx, title=title)
+        report = scrape_site(settings, args.toc_url, guideline=scope, urls_xlsx=args.urls_xlsx, title=title)
     print_report(report)
     from .retrieval.persist import remove_stale_builds
 
-    stale = remove_stale_builds(settings.index_dir)  # left by index builds that were killed
+    stale = remove_stale_builds(scope.index_dir)  # left by index builds that were killed
     if stale:
         _say(f"removed {len(stale)} temporary index folder(s) of builds that did not finish: {', '.join(stale)}")
     if report.summary.corpus_changed and not args.no_index:
         try:
-            build_index(settings)
+            build_index(settings, scope)
             _say("retrieval index rebuilt")
         except GuideragError as exc:
             _say(f"guiderag: error: the scrape was stored, but rebuilding the index failed: {exc}. "
@@ -88,17 +89,17 @@ def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list
                 "status": status, "created_at": g.created_at, "removed_at": g.removed_at,
                 "last_run": ({"id": latest["id"], "status": latest["status"], "message": latest["message"]}
                              if latest is not None else None),
-                "check": _check_of(settings.replace(guideline=g.id), ok),
+                "check": _check_of(settings.guideline_scope(g.id), ok),
             })
     return rows
 
 
-def _check_of(settings: Settings, ok: dict | None) -> dict[str, Any] | None:
+def _check_of(guideline: GuidelineScope, ok: dict | None) -> dict[str, Any] | None:
     """The last `guiderag check` of a guideline, with `current`: False once a later scrape
     has replaced the corpus it compared."""
     from .scraper.check import read_status
 
-    check = read_status(settings)
+    check = read_status(guideline)
     if check is not None:
         check["current"] = check.get("last_run_id") == (ok["id"] if ok else None)
     return check
@@ -133,7 +134,7 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
 
     with scrape_lock(settings.store), Store(settings.store, create=False) as store:
         pages = store.remove_guideline(gid)
-    target = settings.replace(guideline=gid)
+    target = settings.guideline_scope(gid)
     remove_index(target.index_dir)
     target.check_status_path.unlink(missing_ok=True)
     _say(f"removed guideline {gid}: {pages} pages marked removed (their versions and the audit log are kept), "
@@ -155,3 +156,39 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     env = dict(os.environ, GUIDERAG_DB=str(settings.db))
     os.execve(sys.executable, argv, env)
     return 0  # pragma: no cover - execve does not return
+
+
+def run_config(args: argparse.Namespace, settings: Settings) -> int:
+    """Every setting with its current value, where it came from (default, environment,
+    flag), its environment variable and help, secrets masked (`--json`: CONTRACT's
+    shape); `--markdown`: the settings reference docs/settings.md is generated as."""
+    from .settings import describe, reference_markdown
+
+    if getattr(args, "markdown", False):
+        sys.stdout.write(reference_markdown())
+        return 0
+    rows = describe(settings)
+    if getattr(args, "json", False):
+        print(json.dumps({"settings": rows}, ensure_ascii=False, indent=1))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    stage = None
+    for r in rows:
+        if r["stage"] != stage:
+            stage = r["stage"]
+            print(("" if stage == rows[0]["stage"] else "\n") + f"[{stage}]")
+        value = _shown(r["value"])
+        origin = r["source"] if r["source"] == "default" else f"{r['source']}; default {_shown(r['default'])}"
+        print(f"{r['name']:<{width}}  {value}  ({origin})  {r['env']}")
+        print(f"{'':<{width}}  {r['help']}")
+    return 0
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if value != "" else '""'

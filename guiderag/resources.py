@@ -21,6 +21,11 @@ from .errors import InputError
 SAMPLE_SITE = "sample_site"
 SAMPLE_TOC_PATH = "guide/index.html"
 SYNONYMS_FILE = "synonyms.tsv"
+# `scrape --sample` (and the chat's first start) serve the bundled site on a random
+# loopback port; its pages are stored under this stable site URL instead, so that every
+# re-scrape compares like with like (.invalid: a reserved name, plainly not a real site).
+# A constant, not a setting: another value would store the sample as other pages.
+SAMPLE_SITE_URL = "http://sample-guide.guiderag.invalid"
 STORE_NAME = "guiderag.db"
 
 

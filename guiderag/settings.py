@@ -1,416 +1,339 @@
-"""All configuration in one place: a frozen dataclass read from the environment and CLI flags.
+"""All configuration: `Settings`, composed of each stage's frozen config, read from the
+environment and CLI flags through the registry (guiderag/scopes.py declares every setting,
+guiderag/registry.py reads, checks and shows them).
 
 Precedence: explicit keyword overrides (CLI flags) > environment variables > defaults.
-Every environment variable is named GUIDERAG_<FIELD> in upper case, except the OpenAI
-ones, which keep their standard names (OPENAI_API_KEY, OPENAI_BASE_URL).
+`settings.retrieval` is the retrieval stage's own config; `settings.threshold` reads the
+same value (flat access, kept while the stages still take the whole Settings: see
+`Flat`). Which guideline a command works on is not a setting of its stage but a
+`GuidelineScope` passed explicitly (guiderag/guideline.py); `settings.guideline` is only
+the one the user asked for (--guideline, GUIDERAG_GUIDELINE).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 
 from .errors import InputError
-from .redact import redact
-from .resources import default_db, is_postgres_url, shared_store_anchor
+from .guideline import (AUTO_GUIDELINE, DEFAULT_GUIDELINE, GUIDELINE_ID, RESERVED_GUIDELINE_IDS, GuidelineScope,
+                        check_guideline_id)
+from .registry import DEFAULT, ENVIRONMENT, FLAG, Setting, settings_of
+from .scopes import (DEFAULT_ESCALATION, DEFAULT_REFUSAL, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, OURS,
+                     PIPELINES, PROTOCOL, SCOPES, AnswerConfig, ApiConfig, ChatConfig, CliConfig, EvalConfig,
+                     ModelConfig, RetrievalConfig, ScraperConfig, StoreConfig)
 
-# Names defined once: answer modes (extract needs no model) and retrieval pipelines.
-EXTRACT, LINES, GENERATE = "extract", "lines", "generate"
-MODES = (EXTRACT, LINES, GENERATE)
-MODEL_MODES = (LINES, GENERATE)
-OURS, PROTOCOL = "ours", "protocol"
-PIPELINES = (OURS, PROTOCOL)
+T = TypeVar("T")
+CODE = "code"  # a value set by the program itself (Settings.replace), not by the user
 
-# Guidelines: the one a store holds when none is named, and what `ask` routes by itself.
-DEFAULT_GUIDELINE = "default"
-AUTO_GUIDELINE = "auto"
-# A guideline id names folders and files beside the store: lower-case letters, digits,
-# '-' and '_'. Not the index's own names (v-*, tmp-*, CURRENT) nor words the CLI reserves.
-GUIDELINE_ID = re.compile(r"^(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}$")
-RESERVED_GUIDELINE_IDS = frozenset({AUTO_GUIDELINE, "all", "none", "current"})
+# Every registered setting, in stage order, and by name (names are unique across stages).
+REGISTRY: tuple[Setting, ...] = tuple(s for stage, (config, _) in SCOPES.items() for s in settings_of(config, stage))
+BY_NAME: dict[str, Setting] = {s.name: s for s in REGISTRY}
+_ATTR = {stage: attr for stage, (_, attr) in SCOPES.items()}
+if len(BY_NAME) != len(REGISTRY):  # pragma: no cover - a declaration error
+    raise RuntimeError("two stages declare a setting of the same name")
 
-DEFAULT_REFUSAL = (
-    "申し訳ありません。このご質問に答えられる内容は、このガイドラインには書かれていません。"
-)
-DEFAULT_ESCALATION = (
-    "詳しくは、担当の医師・看護師などの医療チーム、またはお近くのがん診療連携拠点病院の"
-    "「がん相談支援センター」にご相談ください。"
-)
+
+class Flat(Generic[T]):
+    """`settings.<name>`: a setting read through its stage's config, typed as the field.
+
+    Phase 1 of the scoped configs: every stage still takes the whole Settings and reads
+    `settings.threshold`; phase 2 hands each stage its own config (`settings.retrieval`)
+    and removes these. tests/test_settings.py checks there is one per setting, reading
+    the right stage."""
+
+    def __init__(self, get: Callable[[Settings], T]) -> None:
+        self._get = get
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Flat[T]: ...
+    @overload
+    def __get__(self, obj: Settings, owner: type) -> T: ...
+    def __get__(self, obj: Settings | None, owner: type) -> Flat[T] | T:
+        return self if obj is None else self._get(obj)
+
+
+def _flat(get: Callable[[Settings], T]) -> Flat[T]:
+    return Flat(get)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every tunable of guiderag. Build with `Settings.load(...)`, not by hand."""
+    """Every setting of guiderag, one frozen config per stage. Build with `Settings.load(...)`."""
 
-    # --- store -------------------------------------------------------------
-    # Default: $XDG_DATA_HOME/guiderag/guiderag.db (~/.local/share/...), see resources.py.
-    # --db / GUIDERAG_DB may also be a postgresql://user@host:port/dbname URL: the shared
-    # store is then `store_url`, and `db` is a local anchor for what is kept on this machine
-    # beside a store (index, URL workbook, check status: resources.shared_store_anchor).
-    db: Path = field(default_factory=default_db)
-    store_url: str | None = field(default=None, repr=False)
-    # The retrieval indexes live under this folder instead of beside the store
-    # (<db>.index/): e.g. a volume several replicas share (README, "Replicas").
-    index_root: Path | None = None
-    # The guideline a command works on: "" is the store's only guideline (DEFAULT_GUIDELINE
-    # for a scrape), and for `ask` the one the question is routed to (AUTO_GUIDELINE).
-    guideline: str = ""
-    # A corpus older than this (hours since its last good scrape) is a divergence for
-    # `guiderag check` and a warning in the app's sidebar; 0: no age limit.
-    max_age_hours: float = 0.0
+    storage: StoreConfig = field(default_factory=StoreConfig)
+    scraper: ScraperConfig = field(default_factory=ScraperConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    cli: CliConfig = field(default_factory=CliConfig)
+    # setting name -> where its value came from when not the default (ENVIRONMENT, FLAG, CODE)
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    # --- scraper -----------------------------------------------------------
-    user_agent: str = "guiderag/0.1 (clinical-guideline chatbot; polite crawler)"
-    timeout_s: float = 15.0  # per socket operation (connect, each read)
-    # A whole response (status, headers and body) must have arrived within this: a server
-    # trickling bytes (each read within timeout_s) fails the page, and the run goes on.
-    fetch_deadline_s: float = 120.0
-    # Retry-After (429, 503) is waited for up to this long; a site asking for more is left
-    # alone: the scrape is abandoned (the previous corpus kept) rather than hammering it.
-    retry_after_max_s: float = 120.0
-    # At most this many guide pages per scrape (0: no limit); a TOC listing more is refused
-    # before anything is fetched, with the URL workbook written for review.
-    max_pages: int = 2000
-    retries: int = 3
-    backoff_s: float = 0.5
-    delay_s: float = 0.5
-    max_page_bytes: int = 5_000_000
-    urls_xlsx: Path | None = None  # default: <db stem>.urls.xlsx beside the db
-    progress: bool = True
-    # Send If-None-Match / If-Modified-Since; `scrape --force` turns it off so that a
-    # change of the text-extraction rules reaches pages the server says are unchanged.
-    conditional_get: bool = True
-    # A block (paragraph, list item...) longer than this is stored as one line per
-    # sentence, so that a cited line stays short; 0 keeps one line per block.
-    split_lines_over_chars: int = 160
-    # Redirects followed per page (within the site only; an off-site one is a failure).
-    max_redirects: int = 5
-    # This many pages in a row failing with connection errors or 5xx (after retries) means
-    # the site went down: the scrape is aborted and the previous corpus kept as it was.
-    abort_after_failures: int = 3
-    # `scrape --sample` serves the bundled site on a random loopback port; its pages are
-    # stored under this stable site URL instead, so that every re-scrape compares like with
-    # like (.invalid: a reserved name, plainly not a real site).
-    sample_site_url: str = "http://sample-guide.guiderag.invalid"
+    # --- flat access (phase 1; see Flat) -------------------------------------
+    db = _flat(lambda s: s.storage.db)
+    store_url = _flat(lambda s: s.storage.store_url)
+    index_root = _flat(lambda s: s.storage.index_root)
+    guideline = _flat(lambda s: s.storage.guideline)
+    max_age_hours = _flat(lambda s: s.storage.max_age_hours)
+    pg_pool_size = _flat(lambda s: s.storage.pg_pool_size)
+    user_agent = _flat(lambda s: s.scraper.user_agent)
+    timeout_s = _flat(lambda s: s.scraper.timeout_s)
+    fetch_deadline_s = _flat(lambda s: s.scraper.fetch_deadline_s)
+    retry_after_max_s = _flat(lambda s: s.scraper.retry_after_max_s)
+    max_pages = _flat(lambda s: s.scraper.max_pages)
+    retries = _flat(lambda s: s.scraper.retries)
+    backoff_s = _flat(lambda s: s.scraper.backoff_s)
+    delay_s = _flat(lambda s: s.scraper.delay_s)
+    max_page_bytes = _flat(lambda s: s.scraper.max_page_bytes)
+    urls_xlsx = _flat(lambda s: s.scraper.urls_xlsx)
+    conditional_get = _flat(lambda s: s.scraper.conditional_get)
+    abort_after_failures = _flat(lambda s: s.scraper.abort_after_failures)
+    pipeline = _flat(lambda s: s.retrieval.pipeline)
+    threshold = _flat(lambda s: s.retrieval.threshold)
+    reference_chars = _flat(lambda s: s.retrieval.reference_chars)
+    synonyms = _flat(lambda s: s.retrieval.synonyms)
+    specific_min_weight = _flat(lambda s: s.retrieval.specific_min_weight)
+    frame_word_weight = _flat(lambda s: s.retrieval.frame_word_weight)
+    patient_table = _flat(lambda s: s.retrieval.patient_table)
+    patient_table_weight = _flat(lambda s: s.retrieval.patient_table_weight)
+    synonym_dict_weight = _flat(lambda s: s.retrieval.synonym_dict_weight)
+    compound_parts_weight = _flat(lambda s: s.retrieval.compound_parts_weight)
+    qa_page_weight = _flat(lambda s: s.retrieval.qa_page_weight)
+    qa_threshold_exponent = _flat(lambda s: s.retrieval.qa_threshold_exponent)
+    max_candidates = _flat(lambda s: s.retrieval.max_candidates)
+    index_workers = _flat(lambda s: s.retrieval.index_workers)
+    mode = _flat(lambda s: s.answer.mode)
+    answer_chars = _flat(lambda s: s.answer.answer_chars)
+    max_question_chars = _flat(lambda s: s.answer.max_question_chars)
+    refusal_message = _flat(lambda s: s.answer.refusal_message)
+    escalation_text = _flat(lambda s: s.answer.escalation_text)
+    min_line_coverage = _flat(lambda s: s.answer.min_line_coverage)
+    require_asked_figure = _flat(lambda s: s.answer.require_asked_figure)
+    question_capped_message = _flat(lambda s: s.answer.question_capped_message)
+    openai_api_key = _flat(lambda s: s.model.openai_api_key)
+    openai_base_url = _flat(lambda s: s.model.openai_base_url)
+    keywords_model = _flat(lambda s: s.model.keywords_model)
+    answer_model = _flat(lambda s: s.model.answer_model)
+    model_timeout_s = _flat(lambda s: s.model.model_timeout_s)
+    model_retries = _flat(lambda s: s.model.model_retries)
+    fallback_to_extract = _flat(lambda s: s.model.fallback_to_extract)
+    model_stream = _flat(lambda s: s.model.model_stream)
+    model_concurrency = _flat(lambda s: s.model.model_concurrency)
+    model_queue_timeout_s = _flat(lambda s: s.model.model_queue_timeout_s)
+    keywords_queue_timeout_s = _flat(lambda s: s.model.keywords_queue_timeout_s)
+    answer_max_tokens = _flat(lambda s: s.model.answer_max_tokens)
+    lines_max_tokens = _flat(lambda s: s.model.lines_max_tokens)
+    summary_max_factor = _flat(lambda s: s.model.summary_max_factor)
+    api_key = _flat(lambda s: s.api.api_key)
+    api_max_body_bytes = _flat(lambda s: s.api.api_max_body_bytes)
+    api_max_question_chars = _flat(lambda s: s.api.api_max_question_chars)
+    api_cors_origins = _flat(lambda s: s.api.api_cors_origins)
+    sample_on_empty = _flat(lambda s: s.chat.sample_on_empty)
+    display_timezone = _flat(lambda s: s.chat.display_timezone)
+    jsquad_dir = _flat(lambda s: s.eval.jsquad_dir)
+    devbench_sample = _flat(lambda s: s.eval.devbench_sample)
+    eval_workers = _flat(lambda s: s.eval.eval_workers)
+    progress = _flat(lambda s: s.cli.progress)
 
-    # --- retrieval ---------------------------------------------------------
-    pipeline: str = OURS  # one of PIPELINES
-    threshold: float = 0.2
-    reference_chars: int = 4096
-    synonyms: Path | None = None  # TSV of patient words <-> guideline words
-    keyword_count: int = 2
-    # ours, with a keywords model: at most this many guideline terms asked of it.
-    model_terms: int = 5
-    # ours: a passage is a window of about this many characters of lines under a heading
-    # (windows overlap by half), scored together with the page title and heading.
-    passage_chars: int = 300
-    # ours: a line at most this long, not ending like a sentence, is taken as a heading.
-    heading_max_chars: int = 40
-    # ours: BM25 parameters of the saturated term weights stored in the index.
-    bm25_k1: float = 0.5  # low: close to "is the term there", which separates out-of-scope best
-    bm25_b: float = 0.75
-    # ours: share of the character-bigram channel in a score (the rest: MeCab terms).
-    bigram_weight: float = 0.3
-    # ours: share of the whole page's score in a passage's score (0 measured best on JSQuAD:
-    # a long page covers an out-of-scope question's words too easily).
-    page_weight: float = 0.0
-    # ours: a passage's score is scaled by (1 - span_weight + span_weight * r), r the share of
-    # its matched question terms that its best line span (title, heading and one line)
-    # also holds: only passages whose terms lie scattered over unrelated lines lose.
-    # 0.45 measured on JSQuAD (devbench) and the patient-worded sample set
-    # (0.4 left the surgery page above the threshold for 放射線治療の期間); 0 turns it off.
-    span_weight: float = 0.45
-    # ours: weight of verb/adjective lemmas relative to nouns in a query.
-    verb_weight: float = 0.5
-    # ours: weight of a query term found nowhere in the corpus, relative to its idf; it
-    # lowers the score of questions about what the guideline never mentions.
-    unknown_term_weight: float = 1.0
-    # ours: the same for a compound found nowhere when its words are (手術のあと息切れ ->
-    # 後息切れ is an accident of joining; its words 後 and 息切れ carry the meaning), and
-    # for an affixed word found nowhere whose noun is found (年齢的, 治療中 -> 年齢, 治療).
-    unknown_compound_weight: float = 0.5
-    # ours: such a compound (胃切除, 再発胃がん) is found, at this weight, where one line
-    # span says all its words next to each other (retrieval.query, Slot.parts); so is a
-    # patient table target the guideline never uses whose words it does (胃切除 where it
-    # says 胃を切除), on one line. 0 (off) by default, measured (issue 11, round 3): 0.8 on
-    # JSQuAD answered 2 more in-scope questions (京都市長, 経済特区) and 1 more out-of-scope
-    # one (ロマン主義, which the corpus says inside 新ロマン主義), out-of-scope refused
-    # 0.923 -> 0.921; no change on patient-gastric or the sample set.
-    compound_parts_weight: float = 0.0
-    # ours: the same for a verb/adjective lemma found nowhere (払える, 痛い, おかしい): a
-    # patient's verb is rarely the topic, a noun the guideline never uses often is.
-    # Relative to the unseen idf, after verb_weight. Measured on the sample patient set.
-    unknown_verb_weight: float = 0.5
-    # ours: a question word the corpus never uses weighs by how specific it is in general
-    # Japanese (wordfreq's Zipf scale, retrieval.specificity): fully at or below
-    # specific_rare_zipf, specific_min_weight at or above specific_common_zipf, linear in
-    # between; so 髪 or 戻る (everyday words) hardly count against a question, 白血病 fully.
-    # specific_min_weight 1 turns it off.
-    specific_rare_zipf: float = 3.5
-    specific_common_zipf: float = 5.0
-    specific_min_weight: float = 0.1
-    # ours: a word naming the kind of answer asked for, not its topic (retrieval.framing.
-    # ANSWER_FRAMES: 違い, 方法, 時期, 仕組み, 決まる) weighs this much in a query. 0.25 measured
-    # (issue 11): 1.0 answered 2 fewer in-scope patient questions and one more other-disease
-    # one; JSQuAD out-of-scope refused 0.923 -> 0.921 (one question asking 「どういう意味」).
-    frame_word_weight: float = 0.25
-    # ours: query-side expansions (retrieval.expansion), each weighed below an exact match:
-    # the patient table (data/patient_terms.tsv, or this file) and the Sudachi synonym
-    # dictionary (for words the corpus never uses); 0 turns one off.
-    patient_table: Path | None = None
-    patient_table_weight: float = 0.8
-    synonym_dict_weight: float = 0.6
-    # analyzer: also emit the words inside a compound (胸腺腫 -> 胸, 腺腫) as terms.
-    compound_parts: bool = True
-    # ours: a score is (share of the question's idf mass found, BM25-saturated) ** this, so
-    # that the threshold 0.2 falls where about 0.45 of it is found (measured on JSQuAD).
-    score_power: float = 2.0
-    # ours: a Q&A page (its title asks one question, or is numbered Q12: retrieval.passages.
-    # is_question_title) answers that question as a whole: a passage's score mixes in the
-    # page's own score with this weight (page_weight elsewhere), and such a passage clears
-    # threshold ** qa_threshold_exponent (0.2 -> 0.16; 0 and 1 stay themselves). Measured on
-    # the patient-worded sets (issue 11): with 0.5 and 1.14 the gastric set's in-scope gold
-    # shown went 0.58 -> 0.72 (lay 0.50 -> 0.67) with every out-of-scope category refused
-    # >= 0.96; the sweep (0.3-0.6 x 0.16-0.2) is in the issue report. JSQuAD's pages are
-    # articles, no Q&A pages: unchanged. qa_page_weight 0 and qa_threshold_exponent 1 turn it off.
-    qa_page_weight: float = 0.5
-    qa_threshold_exponent: float = 1.14
-    # ours: at most this many candidate pages are listed (the best ones; the total is kept).
-    max_candidates: int = 100
-    # Processes analysing large corpora when building the index: this one and
-    # index_workers - 1 forked workers (0 or 1: this process alone).
-    index_workers: int = 2
-
-    # --- answers -----------------------------------------------------------
-    mode: str = EXTRACT  # one of MODES
-    answer_chars: int = 500
-    max_question_chars: int = 500
-    refusal_message: str = DEFAULT_REFUSAL
-    escalation_text: str = DEFAULT_ESCALATION
-    # Not covered unless one reference line (read with its page title) holds at least this
-    # share of the question's idf mass (chatbot.extract.line_coverage); 0 turns it off.
-    # Applies to the `ours` pipeline in every mode (no model is asked when it refuses).
-    # 0.5 measured (issue 11, devbench curves): on JSQuAD 0.45 refused 0.919 of out-of-scope
-    # questions, 0.5 0.925 with gold in the answer 0.947; the patient set's in-scope answers
-    # hardly move between them (the threshold, not the gate, refuses most of those).
-    min_line_coverage: float = 0.5
-    # Not covered either when the question asks for a figure (when, how long, how often, how
-    # much: chatbot.answer_type) and no line of the reference's pages gives one: the guideline
-    # names the topic, not what is asked about it (禁煙外来の費用はいくら). Measured (issue 11):
-    # the sample set's two answered out-of-scope questions and the gastric set's not_covered
-    # one are refused; one gastric in-scope question with them. False turns it off.
-    require_asked_figure: bool = True
-    # Shown with the answer when a question over max_question_chars was cut ({limit}, {chars}).
-    question_capped_message: str = (
-        "ご質問が長いため、最初の{limit}文字までを使って回答しています（元の長さ {chars} 文字）。"
-    )
-
-    # --- language model (OpenAI-compatible) ----------------------------------
-    openai_api_key: str | None = None
-    openai_base_url: str | None = None
-    keywords_model: str | None = None  # None: offline keywords
-    answer_model: str | None = None  # needed by lines / generate
-    model_timeout_s: float = 30.0  # one model call, from sending to the last word
-    model_retries: int = 2
-    # An unreachable, failing or timed-out model: answer with extract instead of an error.
-    # (A reply that arrived but cannot be shown always falls back: see chatbot.replies.)
-    fallback_to_extract: bool = False
-    # Read replies as a stream: progress while the model writes, and a reply that turns
-    # degenerate (a loop, an echo, far too long) is stopped there instead of running on to
-    # max_tokens. Nothing streamed is shown before the whole reply passed its checks.
-    model_stream: bool = True
-    # Model calls at once from this process (the others wait, at most model_queue_timeout_s,
-    # then count as a model failure); 0: no limit. Set it to what the server runs in
-    # parallel: 1 for llama-cpp-python's server, which runs one request at a time.
-    model_concurrency: int = 4
-    model_queue_timeout_s: float = 30.0
-    # Model keywords are optional (they may only add evidence): a keywords call waits at
-    # most this long for a slot, then the question's own keywords are used, so that a busy
-    # model does not hold up questions that need no model answer.
-    keywords_queue_timeout_s: float = 0.0
-    # Reply budgets: generate keeps the protocol's 1024 tokens; a line selection is short.
-    answer_max_tokens: int = 1024
-    lines_max_tokens: int = 96
-    # A generated summary longer than answer_chars times this is degenerate, not an answer.
-    summary_max_factor: float = 2.0
-
-    # --- evaluation (eval/) -------------------------------------------------
-    # JSQuAD folder for `guiderag devbench`; None: ../shared/bench/jsquad-v1.3 beside the
-    # checkout (resources.shared_bench_dir).
-    jsquad_dir: Path | None = None
-    jsquad_held_out: float = 0.2  # share of JSQuAD articles kept off the site (out of scope)
-    jsquad_seed: str = "guiderag-devbench-1"  # salt of the deterministic held-out split
-    devbench_sample: int = 0  # 0: every JSQuAD question; N: a deterministic sample of N
-    bootstrap_resamples: int = 2000  # paired bootstrap of `guiderag eval --compare`
-    bootstrap_seed: int = 20261129
-    # Worker processes of `guiderag eval` / devbench: 0 = one per CPU core (at most 4) when
-    # a set has at least eval_parallel_min questions, else in-process; N = exactly N.
-    eval_workers: int = 0
-    eval_parallel_min: int = 200
-
-    # --- HTTP API (guiderag serve) -------------------------------------------
-    # When set, every /v1 request must send `Authorization: Bearer <key>` (compared in
-    # constant time); /healthz and /readyz stay open for load balancers.
-    api_key: str | None = field(default=None, repr=False)
-    # Requests with a larger body are refused (413) before it is read whole.
-    api_max_body_bytes: int = 65_536
-    # A question longer than this is refused (422); up to it, the chatbot answers the first
-    # max_question_chars characters and says so, as in the chat.
-    api_max_question_chars: int = 10_000
-    # Origins allowed to call the API from a browser (comma-separated); empty: no CORS headers.
-    api_cors_origins: str = ""
-    # A PostgreSQL store: the most connections one process keeps open to it (a pool); the
-    # server forks a process per connection, so each replica reuses a few.
-    pg_pool_size: int = 10
-
-    # --- chat app (app.py) ---------------------------------------------------
-    # An empty store (never held a page) is filled with the bundled sample guideline on
-    # first start; set GUIDERAG_SAMPLE_ON_EMPTY=0 for a deployment that must not do that.
-    sample_on_empty: bool = True
-    display_timezone: str = "Asia/Tokyo"  # dates shown to users (fetched, last scraped)
-
-    # --- derived paths -----------------------------------------------------
-    @property
-    def index_dir(self) -> Path:
-        """Directory holding the retrieval index versions of this guideline, beside the db:
-        <db>.index/ for the default guideline (as before there were several), else
-        <db>.index/<guideline id>/."""
-        root = self.index_root if self.index_root is not None else self.db.with_name(self.db.name + ".index")
-        return root if self.guideline in ("", DEFAULT_GUIDELINE) else root / self.guideline
-
-    @property
-    def workbook_path(self) -> Path:
-        """The URL workbook written by each scrape of this guideline: <db stem>.urls.xlsx for
-        the default guideline, <db stem>.<guideline id>.urls.xlsx for another."""
-        if self.urls_xlsx:
-            return self.urls_xlsx
-        infix = "" if self.guideline in ("", DEFAULT_GUIDELINE) else "." + self.guideline
-        return self.db.with_name(f"{self.db.stem}{infix}.urls.xlsx")
-
-    @property
-    def check_status_path(self) -> Path:
-        """Where `guiderag check` records its last result for this guideline (a small JSON
-        file beside the store, never the store itself): <db>.check/<guideline id>.json."""
-        return self.db.with_name(self.db.name + ".check") / f"{self.guideline or DEFAULT_GUIDELINE}.json"
-
+    # --- derived -----------------------------------------------------------
     @property
     def store(self) -> Path | str:
         """What Store() opens: the PostgreSQL URL of a shared store, else the SQLite file."""
-        return self.store_url or self.db
+        return self.storage.store
 
     @property
     def store_name(self) -> str:
         """The store as messages name it (a URL without its password)."""
-        return redact(self.store_url) if self.store_url else str(self.db)
+        return self.storage.store_name
 
     @property
     def model_configured(self) -> bool:
         """True when an answer model and credentials (or a local base URL) are set."""
-        return bool(self.answer_model and (self.openai_api_key or self.openai_base_url))
+        return self.model.configured
 
+    def guideline_scope(self, gid: str) -> GuidelineScope:
+        """Guideline `gid` of this store: its index folder, URL workbook and check status."""
+        return GuidelineScope.of(self.storage, gid)
+
+    def value(self, name: str) -> Any:
+        """A setting's value by name (`guiderag config`): the store's location for db."""
+        s = BY_NAME[name]
+        if name == "db":
+            return self.store
+        return getattr(getattr(self, _ATTR[s.stage]), name)
+
+    def source(self, name: str) -> str:
+        """Where a setting's value came from: default, environment, flag (or code)."""
+        return self.sources.get(name, DEFAULT)
+
+    # --- building ----------------------------------------------------------
     @classmethod
-    def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
-        """Defaults, then GUIDERAG_* / OPENAI_* environment, then non-None overrides."""
+    def load(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then the GUIDERAG_* / OPENAI_* environment, then the non-None
+        overrides (CLI flags); each value checked, InputError naming where it came from."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = f.name.upper() if f.name.startswith("openai_") else "GUIDERAG_" + f.name.upper()
-            if key in env and env[key] != "":
-                values[f.name] = _coerce(f, env[key], key)
-        if "GUIDERAG_MODEL" in env and env["GUIDERAG_MODEL"]:
-            values.setdefault("answer_model", env["GUIDERAG_MODEL"])
-            values.setdefault("keywords_model", env["GUIDERAG_MODEL"])
+        sources: dict[str, str] = {}
+        wheres: dict[str, str] = {}
+        for s in REGISTRY:
+            found, value, key = s.from_env(env)
+            if found:
+                values[s.name], sources[s.name], wheres[s.name] = value, ENVIRONMENT, f"environment variable {key}"
         for name, value in overrides.items():
+            s = _setting(name)
             if value is not None:
-                values[name] = value
-        location = values.get("db")
-        if isinstance(location, str) and is_postgres_url(location):
-            values["store_url"] = location
-            values["db"] = shared_store_anchor(location)
-        elif isinstance(location, str):
-            values["db"] = Path(location)
-        settings = cls(**values)
-        settings.validate()
-        return settings
+                where = s.flag or s.in_code()
+                values[name], sources[name], wheres[name] = s.coerce(value, where), FLAG, where
+        return cls._build(values, sources, wheres)
 
-    def replace(self, **changes: Any) -> "Settings":
-        """A copy with some fields changed (validated)."""
-        new = dataclasses.replace(self, **changes)
-        new.validate()
-        return new
+    @classmethod
+    def _build(cls, values: dict[str, Any], sources: dict[str, str], wheres: dict[str, str],
+               base: Settings | None = None) -> Settings:
+        for name, value in values.items():
+            BY_NAME[name].check(value, wheres[name])
+        by_stage: dict[str, dict[str, Any]] = {}
+        for name, value in values.items():
+            by_stage.setdefault(BY_NAME[name].stage, {})[name] = value
+        parts: dict[str, Any] = {}
+        for stage, changes in by_stage.items():
+            config, attr = SCOPES[stage]
+            if stage == "store" and "db" in changes:
+                changes = {**changes, "store_url": None}  # derived again from the new location
+            parts[attr] = dataclasses.replace(getattr(base, attr), **changes) if base else config(**changes)
+        merged = {**(base.sources if base else {}), **sources}
+        return dataclasses.replace(base, sources=merged, **parts) if base else cls(sources=merged, **parts)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some settings changed, by name (flat: `replace(threshold=0.3)`), or
+        a stage's whole config (`replace(retrieval=...)`); each value checked."""
+        configs = {k: v for k, v in changes.items() if k in _ATTR.values()}
+        values, wheres = {}, {}
+        for name, value in changes.items():
+            if name in configs:
+                continue
+            s = _setting(name)
+            values[name], wheres[name] = s.coerce(value, s.in_code()), s.in_code()
+        new = self._build(values, {name: CODE for name in values}, wheres, base=self)
+        return dataclasses.replace(new, **configs) if configs else new
 
     def validate(self) -> None:
-        """Raise InputError for values no run could use."""
-        if self.guideline:
-            check_guideline_id(self.guideline)
-        if self.max_age_hours < 0:
-            raise InputError(f"max_age_hours must be >= 0 (0: no limit), not {self.max_age_hours}")
-        if self.pipeline not in PIPELINES:
-            raise InputError(f"pipeline must be one of {', '.join(PIPELINES)}, not {self.pipeline!r}")
-        if self.mode not in MODES:
-            raise InputError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        if not 0.0 <= self.threshold <= 1.0:
-            raise InputError(f"threshold must be between 0 and 1, not {self.threshold}")
-        if self.reference_chars < 200:
-            raise InputError(f"reference_chars must be at least 200, not {self.reference_chars}")
-        if self.delay_s < 0 or self.timeout_s <= 0 or self.retries < 0:
-            raise InputError("delay_s must be >= 0, timeout_s > 0 and retries >= 0")
-        if self.max_page_bytes <= 0 or self.max_redirects < 0 or self.abort_after_failures < 0:
-            raise InputError("max_page_bytes must be > 0, max_redirects >= 0 and abort_after_failures >= 0")
-        if self.fetch_deadline_s <= 0 or self.retry_after_max_s < 0 or self.max_pages < 0:
-            raise InputError("fetch_deadline_s must be > 0, retry_after_max_s >= 0 and max_pages >= 0 (0: no limit)")
-        if self.backoff_s < 0 or self.split_lines_over_chars < 0:
-            raise InputError("backoff_s and split_lines_over_chars must be >= 0")
-        if not (0.0 <= self.bigram_weight <= 1.0 and 0.0 <= self.page_weight <= 1.0):
-            raise InputError("bigram_weight and page_weight must be between 0 and 1")
-        if not (0.0 <= self.patient_table_weight <= 1.0 and 0.0 <= self.synonym_dict_weight <= 1.0
-                and 0.0 <= self.specific_min_weight <= 1.0):
-            raise InputError("patient_table_weight, synonym_dict_weight and specific_min_weight must be "
-                             "between 0 and 1 (0 turns an expansion off, 1 the specificity weighting)")
-        if not (0.0 <= self.frame_word_weight <= 1.0 and 0.0 <= self.qa_page_weight <= 1.0
-                and self.qa_threshold_exponent >= 1.0):
-            raise InputError("frame_word_weight and qa_page_weight must be between 0 and 1, "
-                             "qa_threshold_exponent at least 1 (1: the threshold of every page)")
-        if not 0.0 <= self.span_weight <= 1.0:
-            raise InputError(f"span_weight must be between 0 and 1, not {self.span_weight}")
-        if self.model_timeout_s <= 0 or self.model_concurrency < 0 or min(
-                self.model_queue_timeout_s, self.keywords_queue_timeout_s) < 0:
-            raise InputError("model_timeout_s must be > 0; model_concurrency and the queue timeouts >= 0")
-        if self.answer_max_tokens < 1 or self.lines_max_tokens < 1 or self.summary_max_factor <= 1.0:
-            raise InputError("answer_max_tokens and lines_max_tokens must be >= 1, summary_max_factor > 1")
-        if self.api_max_body_bytes < 1024 or self.api_max_question_chars < 1:
-            raise InputError("api_max_body_bytes must be at least 1024 and api_max_question_chars at least 1")
-        if self.passage_chars < 1 or self.bm25_k1 <= 0 or not 0.0 <= self.bm25_b <= 1.0 or self.score_power <= 0:
-            raise InputError("passage_chars must be >= 1, bm25_k1 > 0, bm25_b in [0, 1] and score_power > 0")
+        """Raise InputError for a value no run could use (every setting's declared rules)."""
+        for s in REGISTRY:
+            s.check(getattr(getattr(self, _ATTR[s.stage]), s.name), s.in_code())
 
 
-def check_guideline_id(gid: str) -> str:
-    """`gid` when it can name a guideline, else InputError saying what an id may be."""
-    if not isinstance(gid, str) or not GUIDELINE_ID.match(gid) or gid in RESERVED_GUIDELINE_IDS:
-        raise InputError(
-            f"{gid!r} cannot name a guideline: use 1-40 lower-case letters, digits, '-' or '_', "
-            f"starting with a letter or digit (not v-/tmp-, not {', '.join(sorted(RESERVED_GUIDELINE_IDS))}), "
-            "e.g. --guideline gastric"
-        )
-    return gid
+# Former settings (issue 19): no deployment should turn them, so they are constants beside
+# the code that uses them, with what was measured; their environment variables are ignored
+# (the CLI warns). name -> where the value lives now.
+RETIRED: dict[str, str] = {
+    "store_url": "derived from GUIDERAG_DB when it is a postgresql:// URL",
+    "split_lines_over_chars": "the constant scraper.textlines.DEFAULT_SPLIT_OVER",
+    "max_redirects": "the constant scraper.fetch.MAX_REDIRECTS",
+    "sample_site_url": "the constant guiderag.resources.SAMPLE_SITE_URL",
+    "heading_max_chars": "the constant store.structure.HEADING_MAX_CHARS",
+    "keyword_count": "the constant retrieval.keywords.KEYWORD_COUNT",
+    "model_terms": "the constant retrieval.keywords.MODEL_TERMS",
+    "passage_chars": "the constant retrieval.passages.PASSAGE_CHARS",
+    "bm25_k1": "the constant retrieval.bm25.K1",
+    "bm25_b": "the constant retrieval.bm25.B",
+    "bigram_weight": "the constant retrieval.pipeline_ours.BIGRAM_WEIGHT",
+    "page_weight": "the constant retrieval.pipeline_ours.PAGE_WEIGHT",
+    "span_weight": "the constant retrieval.pipeline_ours.SPAN_WEIGHT",
+    "score_power": "the constant retrieval.pipeline_ours.SCORE_POWER",
+    "unknown_term_weight": "the constant retrieval.pipeline_ours.UNKNOWN_TERM_WEIGHT",
+    "verb_weight": "the constant retrieval.query.VERB_WEIGHT",
+    "unknown_compound_weight": "the constant retrieval.query.UNKNOWN_COMPOUND_WEIGHT",
+    "unknown_verb_weight": "the constant retrieval.query.UNKNOWN_VERB_WEIGHT",
+    "specific_rare_zipf": "the constant retrieval.specificity.RARE_ZIPF",
+    "specific_common_zipf": "the constant retrieval.specificity.COMMON_ZIPF",
+    "compound_parts": "always on (retrieval.analyzer.Analyzer.parts)",
+    "jsquad_held_out": "the constant eval.jsquad.HELD_OUT",
+    "jsquad_seed": "the constant eval.jsquad.SEED",
+    "bootstrap_resamples": "the constant eval.compare.RESAMPLES",
+    "bootstrap_seed": "the constant eval.compare.SEED",
+    "eval_parallel_min": "the constant eval.runner.PARALLEL_MIN",
+}
+# GUIDERAG_* variables that are not settings: read by the scripts (scripts/chat.sh, venv.sh).
+SCRIPT_VARIABLES = frozenset({"GUIDERAG_HOST", "GUIDERAG_PORT", "GUIDERAG_PYTHON"})
 
 
-def _coerce(f: dataclasses.Field, raw: str, key: str) -> Any:
-    kind = str(f.type)
-    if f.name == "db":
-        return raw  # a path or a postgresql:// URL: Settings.load decides
+def ignored_variables(env: Mapping[str, str] | None = None) -> list[str]:
+    """A warning for each GUIDERAG_* variable set in `env` that no setting reads (a typo,
+    or a former setting), naming what to do."""
+    env = os.environ if env is None else env
+    known = {key for s in REGISTRY for key in (s.env, *s.spec.aliases)} | SCRIPT_VARIABLES
+    out = []
+    for key in sorted(k for k in env if k.startswith("GUIDERAG_") and k not in known and env[k] != ""):
+        name = key[len("GUIDERAG_"):].lower()
+        if name in RETIRED:
+            out.append(f"{key} is ignored: {name} is no longer a setting ({RETIRED[name]}); unset it")
+        else:
+            out.append(f"{key} is not a setting and is ignored (`guiderag config` lists them)")
+    return out
+
+
+def describe(settings: Settings) -> list[dict[str, Any]]:
+    """`guiderag config --json`'s rows: every setting with its current value and where it
+    came from; secrets masked, passwords out of URLs."""
+    return [{"name": s.name, "env": s.env, "stage": s.stage, "default": s.json_value(s.default),
+             "value": s.json_value(settings.value(s.name)), "source": settings.source(s.name), "help": s.help}
+            for s in REGISTRY]
+
+
+def reference_markdown() -> str:
+    """docs/settings.md: the settings reference, generated from the registry (machine-
+    independent: computed defaults are described, not printed)."""
+    out = [
+        "# Settings",
+        "",
+        "<!-- Generated from the settings registry (guiderag/scopes.py) by `guiderag config --markdown`;",
+        "     tests/test_settings.py fails when this file and the registry differ. Do not edit by hand. -->",
+        "",
+        "Every setting of guiderag, by the stage it belongs to. Each is read from its environment variable;",
+        "a command-line flag, where there is one, wins over it. An empty variable counts as unset.",
+        "`guiderag config` lists every setting with its current value and where it came from (default,",
+        "environment, flag), secrets masked; `guiderag config --json` prints the same as JSON.",
+        "`GUIDERAG_MODEL` sets both model names (`answer_model` and `keywords_model`) where their own",
+        "variables are unset. A bad value is refused (exit 2) with a message naming its variable or flag.",
+    ]
+    for stage, (config, _) in SCOPES.items():
+        out += ["", f"## {stage}", "", (config.__doc__ or "").strip(), "",
+                "| setting | environment variable | flag | type | default | what it does |",
+                "|---|---|---|---|---|---|"]
+        for s in (s for s in REGISTRY if s.stage == stage):
+            flag = f"`{s.flag}`" if s.flag else ""
+            default = s.default_text().replace("|", "\\|")
+            what = s.help.replace("|", "\\|") + (" (secret: never shown)" if s.secret else "")
+            out.append(f"| `{s.name}` | `{s.env}` | {flag} | {s.type_name} | {default} | {what} |")
+    out += ["", "## Former settings", "",
+            "Knobs no deployment should turn are constants beside the code that uses them, each with a comment",
+            "saying why and what was measured; their `GUIDERAG_*` variables are ignored, with a warning.", "",
+            "| former setting | now |", "|---|---|"]
+    out += [f"| `{name}` | {now} |" for name, now in RETIRED.items()]
+    return "\n".join(out) + "\n"
+
+
+def _setting(name: str) -> Setting:
     try:
-        if "Path" in kind:
-            return Path(raw)
-        if kind.startswith("bool"):
-            return raw.strip().lower() in ("1", "true", "yes", "on")
-        if kind.startswith("int"):
-            return int(raw)
-        if kind.startswith("float"):
-            return float(raw)
-    except ValueError as exc:
-        raise InputError(f"environment variable {key}={raw!r} is not a valid {kind}") from exc
-    return raw
+        return BY_NAME[name]
+    except KeyError:
+        raise TypeError(f"no setting named {name!r}") from None
+
+
+__all__ = [
+    "AUTO_GUIDELINE", "BY_NAME", "CODE", "DEFAULT", "DEFAULT_ESCALATION", "DEFAULT_GUIDELINE", "DEFAULT_REFUSAL",
+    "ENVIRONMENT", "EXTRACT", "FLAG", "GENERATE", "GUIDELINE_ID", "LINES", "MODEL_MODES", "MODES", "OURS",
+    "PIPELINES", "PROTOCOL", "REGISTRY", "RETIRED", "describe", "ignored_variables", "reference_markdown", "RESERVED_GUIDELINE_IDS", "AnswerConfig", "ApiConfig", "ChatConfig",
+    "CliConfig", "EvalConfig", "GuidelineScope", "ModelConfig", "RetrievalConfig", "ScraperConfig", "Settings",
+    "Setting", "StoreConfig", "check_guideline_id",
+]

@@ -12,6 +12,14 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+# BM25's parameters of the saturated term weights stored in the index. Constants, not
+# settings: the 0.2 threshold is calibrated on the scores they give (retrieval.pipeline_ours),
+# so a deployment turning them would move every refusal. k1 is low, close to "is the term
+# there", which separated out-of-scope questions best on JSQuAD (devbench); b is Lucene's.
+# tests/test_scorer_reference.py varies them against the plain formula.
+K1 = 0.5
+B = 0.75
+
 
 def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
     """BM25 term-frequency saturation, divided by (k1 + 1) and capped at 1."""

@@ -14,12 +14,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from guiderag.progress import Progress
-from guiderag.settings import Settings
+from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
 from guiderag.store import PageVersion
 
 from .analyzer import Analyzer, char_bigrams
+from guiderag.store import structure
+
+from . import bm25, passages
 from .bm25 import idf_vector, presence, saturate
-from .corpus import for_guideline, read_corpus
+from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
@@ -209,7 +212,7 @@ def analyze_pages(pages: Sequence[PageVersion], settings: Settings, analyzer: An
     # about eight chunks per process (balance), at most _CHUNK_PAGES pages (progress)
     size = max(1, min(_CHUNK_PAGES, -(-len(pages) // (8 * max(1, workers)))))
     chunks = list(_chunks(pages, size))
-    init = (analyzer, settings.passage_chars, settings.heading_max_chars)
+    init = (analyzer, passages.PASSAGE_CHARS, structure.HEADING_MAX_CHARS)
     try:
         with Progress(len(pages), "index", enabled=settings.progress) as bar:
             if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
@@ -321,7 +324,7 @@ def build_data(
     if row != len(pages):
         raise RuntimeError(f"index build: {row} pages analysed of {len(pages)}")
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
-    k1, b = settings.bm25_k1, settings.bm25_b
+    k1, b = bm25.K1, bm25.B
     nt, nb = len(term_vocab), len(bigram_vocab)
     page_terms = gt.matrix(nt)
     page_bigrams = gb.matrix(nb)
@@ -349,18 +352,21 @@ def build_data(
     )
 
 
-def build_index(settings: Settings, *, pages: Sequence[PageVersion] | None = None,
-                corpus_version: str | None = None) -> IndexInfo:
-    """Build the index of one guideline's current pages (settings.guideline, else the
-    store's only one) and swap it in atomically under its own folder; other guidelines'
-    indexes are not touched."""
+def build_index(settings: Settings, guideline: GuidelineScope | None = None, *,
+                pages: Sequence[PageVersion] | None = None, corpus_version: str | None = None) -> IndexInfo:
+    """Build the index of one guideline's current pages (`guideline`, else the store's only
+    one) and swap it in atomically under its own folder; other guidelines' indexes are not
+    touched. Given `pages` and `corpus_version`, the store is not read (the default
+    guideline's folder unless `guideline` names another)."""
     started = time.perf_counter()
     if pages is None or corpus_version is None:
-        settings = for_guideline(settings)
-        pages, corpus_version = read_corpus(settings)
+        scope = resolve_guideline(settings, guideline)
+        pages, corpus_version = read_corpus(settings, scope)
+    else:
+        scope = guideline or settings.guideline_scope(DEFAULT_GUIDELINE)
     analyzer = make_analyzer(settings)
     data = build_data(pages, corpus_version, settings, analyzer)
-    folder = save_data(data, settings.index_dir)
+    folder = save_data(data, scope.index_dir)
     return IndexInfo(
         path=folder,
         corpus_version=corpus_version,
@@ -370,5 +376,5 @@ def build_index(settings: Settings, *, pages: Sequence[PageVersion] | None = Non
         bigrams=len(data.bigram_vocab),
         chars=data.chars,
         seconds=time.perf_counter() - started,
-        guideline=settings.guideline,
+        guideline=scope.id,
     )

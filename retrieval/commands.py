@@ -6,7 +6,7 @@ import json
 import sys
 
 from guiderag.errors import InputError
-from guiderag.settings import Settings
+from guiderag.settings import GuidelineScope, Settings
 
 
 def run_index(args: argparse.Namespace, settings: Settings) -> int:
@@ -16,15 +16,15 @@ def run_index(args: argparse.Namespace, settings: Settings) -> int:
 
     from .build import build_index
 
-    if settings.guideline:
-        targets = [settings]
-    else:
-        with Store(settings.store, create=False) as store:
+    with Store(settings.store, create=False) as store:
+        if settings.guideline:
+            ids = [store.resolve_guideline(settings.guideline)]
+        else:
             counts = store.page_counts()
             ids = [g.id for g in store.guidelines() if counts.get(g.id)]
-        targets = [settings.replace(guideline=gid) for gid in ids] or [settings]
-    for target in targets:
-        info = build_index(target)
+    targets: list[GuidelineScope | None] = [settings.guideline_scope(gid) for gid in ids]
+    for target in targets or [None]:  # none: building the store's only one says why
+        info = build_index(settings, target)
         print(info.describe(), file=sys.stderr)
     return 0
 

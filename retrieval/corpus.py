@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 from guiderag.errors import EmptyCorpusError
-from guiderag.settings import DEFAULT_GUIDELINE, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
 from guiderag.store import PageVersion, Store
 
 
-def for_guideline(settings: Settings) -> Settings:
-    """`settings` naming the guideline to index or search: settings.guideline when the
-    store holds it, else the store's only guideline (InputError when it holds several and
-    none is named, or not the one named). Every index path follows from it."""
+def resolve_guideline(settings: Settings, guideline: GuidelineScope | None = None) -> GuidelineScope:
+    """The guideline to index or search: `guideline` when given, else the store's only one
+    (InputError when it holds several). Every index path follows from it."""
+    if guideline is not None:
+        return guideline
     with Store(settings.store, create=False) as store:
-        gid = store.resolve_guideline(settings.guideline)
-    return settings if gid == settings.guideline else settings.replace(guideline=gid)
+        return settings.guideline_scope(store.resolve_guideline(""))
 
 
-def read_corpus(settings: Settings) -> tuple[list[PageVersion], str]:
-    """The current pages and corpus version of the guideline settings name (see
-    `for_guideline`); EmptyCorpusError when there are none."""
+def read_corpus(settings: Settings, guideline: GuidelineScope | None = None) -> tuple[list[PageVersion], str]:
+    """The current pages and corpus version of a guideline (see `resolve_guideline`);
+    InputError when the store does not hold it, EmptyCorpusError when it has no pages."""
     with Store(settings.store, create=False) as store:
-        gid = store.resolve_guideline(settings.guideline)
+        gid = store.resolve_guideline(guideline.id if guideline is not None else "")
         pages = store.current_pages(guideline=gid)
         version = store.corpus_version(guideline=gid)
     if not pages:

@@ -1,7 +1,7 @@
 """The retrieval index of the `ours` pipeline: what it holds (IndexData) and what makes it stale.
 
 Built once per corpus version (retrieval.build), saved as .npz + JSON and swapped in
-atomically (retrieval.persist). Layout under `settings.index_dir`:
+atomically (retrieval.persist). Layout under the guideline's `GuidelineScope.index_dir`:
 
     CURRENT                 one line: the name of the live version directory
     v-<time>-<pid>-<rand>/  manifest.json  (corpus version, fingerprint, pages, file hashes)
@@ -31,6 +31,9 @@ import scipy.sparse as sp
 
 from guiderag.settings import Settings
 
+from guiderag.store import structure
+
+from . import bm25, passages
 from .analyzer import Analyzer
 from .synonyms import load_synonyms, synonyms_path
 
@@ -96,13 +99,14 @@ class IndexData:
 
 
 def make_analyzer(settings: Settings) -> Analyzer:
-    """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv)."""
-    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)), parts=settings.compound_parts)
+    """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv);
+    it also emits the words inside a compound (胸腺腫 -> 胸, 腺腫: Analyzer.parts), always."""
+    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)))
 
 
 def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:
     """Everything that changes the stored matrices; an index with another one is rebuilt."""
     return (
-        f"{INDEX_FORMAT};{analyzer.fingerprint()};passage_chars={settings.passage_chars};"
-        f"heading_max_chars={settings.heading_max_chars};k1={settings.bm25_k1};b={settings.bm25_b}"
+        f"{INDEX_FORMAT};{analyzer.fingerprint()};passage_chars={passages.PASSAGE_CHARS};"
+        f"heading_max_chars={structure.HEADING_MAX_CHARS};k1={bm25.K1};b={bm25.B}"
     )

@@ -15,9 +15,15 @@ from typing import Callable, Iterable, Sequence
 from .analyzer import Term
 
 # The protocol's instruction, kept as published in spirit: "extract N keywords from the
-# following text". `{count}` is settings.keyword_count.
+# following text". `{count}` is KEYWORD_COUNT.
 KEYWORD_PROMPT = "次の文章からキーワードを{count}つ抽出してください。"
 KEYWORD_FORMAT = "キーワードだけを読点（、）で区切って一行で答えてください。"
+# Keywords the protocol asks for, and that offline keywords give: the published protocol's
+# two. A constant, not a setting: the protocol pipeline is kept literal (never set, not by a test).
+KEYWORD_COUNT = 2
+# The default pipeline's request: at most this many guideline terms from a keywords model
+# (they may only add evidence; never set, not by a test).
+MODEL_TERMS = 5
 
 # The default pipeline's request: the words a patient guideline would use for the question,
 # not words copied from it (those the retrieval has already). The model's terms may only

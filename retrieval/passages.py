@@ -1,6 +1,6 @@
 """A page's passages and line spans: the units the index scores.
 
-A passage is a window of about settings.passage_chars characters of lines under one
+A passage is a window of about PASSAGE_CHARS characters of lines under one
 heading (headed by the page title and that heading when scored); a line span is one body
 line with its heading and the page title, the short context in which a question's terms
 count as said together. Headings and the title line are read with store.structure.
@@ -13,6 +13,12 @@ import unicodedata
 from typing import Sequence
 
 from guiderag.store.structure import is_heading, title_line
+
+# A passage is a window of about this many characters of lines under a heading (windows
+# overlap by half), scored with the page title and heading. A constant of the index, not a
+# setting: the threshold and the proximity factor were measured on windows of this size
+# (JSQuAD and the patient sets, issue 11), and the index is rebuilt when it changes.
+PASSAGE_CHARS = 300
 
 
 def segment(

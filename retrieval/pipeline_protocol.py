@@ -24,12 +24,12 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import PROTOCOL, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, PROTOCOL, Settings
 from guiderag.store import PageVersion
 from guiderag.store.structure import title_line
 
 from .analyzer import Analyzer, protocol_nouns
-from .keywords import clean_keywords
+from .keywords import KEYWORD_COUNT, clean_keywords
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever
 
@@ -78,8 +78,8 @@ class ProtocolRetriever(Retriever):
     pipeline = PROTOCOL
 
     def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str,
-                 docs: Sequence[str] | None = None) -> None:
-        super().__init__(settings, pages, corpus_version)
+                 docs: Sequence[str] | None = None, *, guideline: str = DEFAULT_GUIDELINE) -> None:
+        super().__init__(settings, pages, corpus_version, guideline=guideline)
         self.texts = [page_text(p) for p in self.pages]
         self.docs = list(docs) if docs is not None else [protocol_nouns(t) for t in self.texts]
         df: Counter[str] = Counter()
@@ -97,7 +97,7 @@ class ProtocolRetriever(Retriever):
 
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
         """The protocol's own nouns of the question with the highest IDF over its page texts."""
-        k = self.settings.keyword_count if k is None else k
+        k = KEYWORD_COUNT if k is None else k
         nouns = list(dict.fromkeys(protocol_nouns(question).split()))
         ranked = sorted(range(len(nouns)), key=lambda i: (-self.idf(nouns[i]), i))
         return [nouns[i] for i in ranked[:k]]

@@ -1,9 +1,9 @@
 """A question as the `ours` pipeline scores it: slots, their weights and their alternatives.
 
 Each distinct term of the question is a slot. A slot has
-- a query weight q: nouns 1, verb/adjective lemmas settings.verb_weight (times
-  settings.unknown_verb_weight when the corpus never uses the verb), a compound or an
-  affixed word the corpus never uses whose words it does use settings.unknown_compound_weight;
+- a query weight q: nouns 1, verb/adjective lemmas VERB_WEIGHT (times
+  UNKNOWN_VERB_WEIGHT when the corpus never uses the verb), a compound or an
+  affixed word the corpus never uses whose words it does use UNKNOWN_COMPOUND_WEIGHT;
   and, for a word the corpus never uses, its specificity in general Japanese
   (retrieval.specificity: 髪, 戻る, お金 weigh little; 白血病, 漢方 fully). Proper nouns,
   alphanumeric terms and the guideline's own synonyms keep their weight. A word naming
@@ -23,7 +23,7 @@ Each distinct term of the question is a slot. A slot has
   patient table target the guideline never uses whose words it does (胃切除 where it says
   胃を切除) is found where one line says its words, at patient_table_weight times it.
 A slot's idf is its term's when the corpus has it, else that of its best alternative,
-else the idf of an unseen term (times settings.unknown_term_weight). The scoring formula
+else the idf of an unseen term (times pipeline_ours.UNKNOWN_TERM_WEIGHT). The scoring formula
 is in retrieval.pipeline_ours.
 
 The character-bigram channel reads the question's content spans: a span whose term the
@@ -42,7 +42,7 @@ from guiderag.settings import Settings
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .framing import ANSWER_FRAMES
-from .specificity import weight_of_zipf, zipf
+from .specificity import COMMON_ZIPF, RARE_ZIPF, weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term
 
 # How an expansion to a compound's words names its target (胃+切除: Slot.parts).
@@ -50,6 +50,19 @@ PARTS_JOIN = "+"
 
 # Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
 SUDACHI_SPAN = 3
+
+# Query weights, relative to a noun's 1. Constants, not settings: like the scoring formula's
+# (retrieval.pipeline_ours) they shape the scores the threshold is calibrated on; measured on
+# JSQuAD and the patient-worded sample set (issue 11), never set outside tests.
+# A verb/adjective lemma: a patient's verb is rarely the topic.
+VERB_WEIGHT = 0.5
+# A compound the corpus never uses whose words it does (手術のあと息切れ -> 後息切れ is an
+# accident of joining; its words 後 and 息切れ carry the meaning), and an affixed word found
+# nowhere whose noun is found (年齢的, 治療中 -> 年齢, 治療): relative to the unseen idf.
+UNKNOWN_COMPOUND_WEIGHT = 0.5
+# The same for a verb/adjective lemma found nowhere (払える, 痛い, おかしい), after VERB_WEIGHT:
+# a noun the guideline never uses often is the topic, a verb rarely.
+UNKNOWN_VERB_WEIGHT = 0.5
 
 # single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
 _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
@@ -250,7 +263,7 @@ class QueryBuilder:
         s = self.settings
         if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
             return 1.0
-        return weight_of_zipf(zipf(*lookup_forms(term)), s.specific_rare_zipf, s.specific_common_zipf,
+        return weight_of_zipf(zipf(*lookup_forms(term)), RARE_ZIPF, COMMON_ZIPF,
                               s.specific_min_weight)
 
     # -- building -----------------------------------------------------------------
@@ -279,7 +292,7 @@ class QueryBuilder:
             alternatives: dict[str, float] = {}
             if name in vocab:
                 alternatives[name] = 1.0
-                w = s.verb_weight if term.kind == VERB else 1.0
+                w = VERB_WEIGHT if term.kind == VERB else 1.0
                 spec = 1.0
             else:
                 known = self.completion(name) if term.kind in (COMPOUND, AFFIXED) else None
@@ -296,15 +309,15 @@ class QueryBuilder:
                     continue
                 parts: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
                 if term.kind == VERB:
-                    w = s.verb_weight * s.unknown_verb_weight
+                    w = VERB_WEIGHT * UNKNOWN_VERB_WEIGHT
                 elif term.kind == COMPOUND:
-                    w = s.unknown_compound_weight
+                    w = UNKNOWN_COMPOUND_WEIGHT
                     if s.compound_parts_weight > 0:
                         parts = self.known_words(term)
                 elif term.kind == AFFIXED and any(
                     p.kind in _WORD_KINDS and p.text in vocab and p.text in name for p in analysis.terms
                 ):
-                    w = s.unknown_compound_weight  # 年齢的: 年齢 carries it
+                    w = UNKNOWN_COMPOUND_WEIGHT  # 年齢的: 年齢 carries it
                 else:
                     w = 1.0
                 spec = self.specificity(term)
@@ -375,7 +388,7 @@ class QueryBuilder:
                         continue  # not in this guideline, or the question's own word
                     if not covered:
                         # the phrase's words are no terms (抜ける): the phrase is a slot of its own
-                        covered = [Slot(source, s.verb_weight, {}, source, VERB)]
+                        covered = [Slot(source, VERB_WEIGHT, {}, source, VERB)]
                         slots[source] = covered[0]
                     for x in covered:
                         if x.alternatives.get(target, 0.0) < s.patient_table_weight:
@@ -400,7 +413,7 @@ class QueryBuilder:
             return
         lam = s.patient_table_weight * s.compound_parts_weight
         if not covered:
-            covered.append(Slot(source, s.verb_weight, {}, source, VERB))
+            covered.append(Slot(source, VERB_WEIGHT, {}, source, VERB))
             slots[source] = covered[0]
         for x in covered:
             if x.parts_weight < lam and not (set(words) <= {x.term}):

@@ -4,21 +4,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from guiderag.settings import Settings
+from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
 from .result import RetrievalResult
 
 
 class Retriever(ABC):
-    """search(question, keywords) -> RetrievalResult over one corpus version."""
+    """search(question, keywords) -> RetrievalResult over one corpus version of one
+    guideline (`guideline`, its id)."""
 
     pipeline: str = ""
 
-    def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str) -> None:
+    def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str, *,
+                 guideline: str = DEFAULT_GUIDELINE) -> None:
         self.settings = settings
         self.pages: list[PageVersion] = list(pages)
         self.corpus_version = corpus_version
+        self.guideline = guideline
 
     @abstractmethod
     def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
@@ -26,7 +29,7 @@ class Retriever(ABC):
 
     @abstractmethod
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
-        """The question's `k` (default settings.keyword_count) highest-IDF nouns."""
+        """The question's `k` (default keywords.KEYWORD_COUNT) highest-IDF nouns."""
 
     @abstractmethod
     def idf(self, term: str) -> float:

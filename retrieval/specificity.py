@@ -11,8 +11,8 @@ frequency of 10 ** (-(i - 1) / 100).
 
 The Zipf value of a word is log10 of its frequency per billion words (wordfreq's scale:
 about 7 for の, 5 for お金, 3 for 白血病). `specificity` maps it to a weight in
-[settings.specific_min_weight, 1]: 1 at or below settings.specific_rare_zipf, the
-minimum at or above settings.specific_common_zipf, linear in between. A word the table
+[settings.specific_min_weight, 1]: 1 at or below RARE_ZIPF, the minimum at or above
+COMMON_ZIPF, linear in between. A word the table
 does not list is rare (weight 1).
 """
 from __future__ import annotations
@@ -25,6 +25,13 @@ from pathlib import Path
 from guiderag.errors import InputError
 
 TABLE_FILE = "large_ja.msgpack.gz"
+# A word at or below RARE_ZIPF (白血病, about 3) weighs fully, one at or above COMMON_ZIPF
+# (お金, about 5) the least. Constants, not settings: the bounds of wordfreq's scale where
+# "everyday word" begins and ends in general Japanese, not a property of a site; what a
+# deployment may turn is specific_min_weight (1: off). Measured on the patient-worded
+# sample set (issue 11); never set, not by a test.
+RARE_ZIPF = 3.5
+COMMON_ZIPF = 5.0
 
 _LOCK = threading.Lock()
 _TABLE: dict[str, float] | None = None

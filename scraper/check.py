@@ -9,7 +9,7 @@ read-only: its corpus, runs and the index are never written.
 
 The outcome goes to stdout and the exit code (0 in sync, 3 diverged or older than
 max_age_hours, 1 when the check itself failed), and to a small status file beside the
-store (settings.check_status_path, replaced atomically), where the app's sidebar and
+store (GuidelineScope.check_status_path, replaced atomically), where the app's sidebar and
 `guiderag guidelines` read the last check.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from guiderag.clock import utc_now
 from guiderag.errors import GuideragError, InputError, InvalidURLError
-from guiderag.settings import Settings
+from guiderag.settings import GuidelineScope, Settings
 from guiderag.store.pages import Store, content_hash
 
 from . import fetch
@@ -80,13 +80,12 @@ def age_hours(since: str | None, now: datetime | None = None) -> float | None:
     return max(0.0, ((now or datetime.now(timezone.utc)) - moment).total_seconds() / 3600.0)
 
 
-def check_guideline(settings: Settings, toc_url: str | None = None) -> CheckResult:
-    """Compare the live site of settings.guideline with the store; never writes the store.
+def check_guideline(settings: Settings, guideline: GuidelineScope, toc_url: str | None = None) -> CheckResult:
+    """Compare the live site of a guideline with the store; never writes the store.
     Failures (the site unreachable, a bad URL) come back as a FAILED result."""
-    gid = settings.guideline
-    result = CheckResult(guideline=gid, toc_url=toc_url, max_age_hours=settings.max_age_hours)
+    result = CheckResult(guideline=guideline.id, toc_url=toc_url, max_age_hours=settings.max_age_hours)
     try:
-        _compare(settings, toc_url, result)
+        _compare(settings, guideline, toc_url, result)
     except GuideragError as exc:
         if isinstance(exc, InputError) and not isinstance(exc, InvalidURLError):
             raise  # bad usage (no such guideline, no store): exit 2, not a failed check
@@ -97,11 +96,11 @@ def check_guideline(settings: Settings, toc_url: str | None = None) -> CheckResu
     return result
 
 
-def _compare(settings: Settings, toc_url: str | None, result: CheckResult) -> None:
+def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None, result: CheckResult) -> None:
     with Store(settings.store, readonly=True) as store:
-        known = store.get_guideline(settings.guideline)
+        known = store.get_guideline(guideline.id)
         if known is None or known.removed:
-            raise InputError(f"the store {settings.store_name} holds no guideline {settings.guideline!r} to check; "
+            raise InputError(f"the store {settings.store_name} holds no guideline {guideline.id!r} to check; "
                              "`guiderag guidelines` lists them")
         stored = {p.url: p for p in store.current_pages(guideline=known.id)}
         last = store.last_run(guideline=known.id)
@@ -113,7 +112,7 @@ def _compare(settings: Settings, toc_url: str | None, result: CheckResult) -> No
         if not toc:
             raise InputError(f"guideline {known.id!r} was never scraped from a table of contents: give TOC_URL")
         result.toc_url = check_toc_url(toc)
-        _, _, edits = read_workbook_edits(settings, None)
+        _, _, edits = read_workbook_edits(settings, None, guideline)
         with fetch.Fetcher(settings, result.toc_url) as fetcher:
             plan = plan_site(fetcher, result.toc_url, toc, edits, None)
             done = fetch_round(settings, store, fetcher, plan, io.StringIO())
@@ -143,9 +142,9 @@ def _compare(settings: Settings, toc_url: str | None, result: CheckResult) -> No
             result.removed.append({"url": url, "title": kept.title, "version": kept.version, "reason": why})
 
 
-def write_status(settings: Settings, result: CheckResult) -> Path:
+def write_status(guideline: GuidelineScope, result: CheckResult) -> Path:
     """Record the result in the guideline's status file (atomically); returns its path."""
-    path = settings.check_status_path
+    path = guideline.check_status_path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
     try:
@@ -158,10 +157,10 @@ def write_status(settings: Settings, result: CheckResult) -> Path:
     return path
 
 
-def read_status(settings: Settings) -> dict[str, Any] | None:
-    """The last check recorded for settings.guideline, or None (never checked, unreadable)."""
+def read_status(guideline: GuidelineScope) -> dict[str, Any] | None:
+    """The last check recorded for a guideline, or None (never checked, unreadable)."""
     try:
-        data = json.loads(settings.check_status_path.read_text(encoding="utf-8"))
+        data = json.loads(guideline.check_status_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and "status" in data else None

@@ -78,8 +78,8 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"the store holds {len(ids)} guidelines: name the one {toc} belongs to with --guideline ID")
     results = []
     for gid in ids:
-        target = settings.replace(guideline=gid)
-        result = check_guideline(target, toc)
+        target = settings.guideline_scope(gid)
+        result = check_guideline(settings, target, toc)
         try:
             write_status(target, result)
         except OSError as exc:

@@ -48,6 +48,10 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 ROBOTS_UNAVAILABLE = frozenset({429})  # besides every 5xx
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
 CHUNK_BYTES = 65536
+# Redirects followed per page (within the site only; an off-site one is a failure): a
+# guideline page is reached in one or two; a longer chain is a loop or a misconfigured
+# site, not something to tune (requests follows 30; never set, not by a test).
+MAX_REDIRECTS = 5
 
 
 class _Common(TypedDict):
@@ -170,7 +174,7 @@ class Fetcher:
 
     def _get(self, url: str, headers: dict[str, str], *, check_robots: bool, want_html: bool) -> FetchResult:
         current = url
-        for _hop in range(self.settings.max_redirects + 1):
+        for _hop in range(MAX_REDIRECTS + 1):
             if not urls.is_same_site(current, self.site):
                 what = f"redirected off-site to {current}" if _hop else f"off-site URL {current}"
                 return FetchResult(url, FAILED, final_url=current, reason=f"{what} (not followed)")
@@ -185,7 +189,7 @@ class Fetcher:
                 return FetchResult(url, FAILED, final_url=current, reason=f"malformed redirect to {location!r}")
             headers = {}  # validators belong to the first URL only
         return FetchResult(url, FAILED, final_url=current,
-                           reason=f"more than {self.settings.max_redirects} redirects")
+                           reason=f"more than {MAX_REDIRECTS} redirects")
 
     def _pause(self) -> None:
         """Wait until `delay` has passed since the previous response ended."""

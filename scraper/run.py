@@ -6,7 +6,7 @@ written; the whole run is then applied by `Store.commit_run` in one transaction.
 that goes down part-way, Ctrl-C, or a full disk leave the last good corpus as it was (the
 run is recorded as failed or aborted).
 
-A scrape stores one guideline (settings.guideline, else the default one): the TOC's pages
+A scrape stores one guideline (its GuidelineScope, else the default one): the TOC's pages
 become that guideline's, and no other guideline's page is read or written. Pages another
 live guideline holds are refused before anything is fetched. After fetching, a page that
 is only a list of links to guide pages is an `index`, and spellings of one document
@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from guiderag.errors import GuideragError, InputError, InvalidURLError, ScrapeError, WorkbookError
 from guiderag.progress import Progress
-from guiderag.settings import DEFAULT_GUIDELINE, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
 from guiderag.store.lock import scrape_lock
 from guiderag.store.pages import FetchedPage, RunSummary, Store, content_hash
 
@@ -87,9 +87,10 @@ def check_toc_url(toc_url: str) -> str:
     return normal
 
 
-def scrape(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None) -> RunSummary:
+def scrape(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None,
+           guideline: GuidelineScope | None = None) -> RunSummary:
     """Scrape the guideline whose table of contents is at `toc_url` into settings.db."""
-    return scrape_site(settings, toc_url, urls_xlsx=urls_xlsx).summary
+    return scrape_site(settings, toc_url, urls_xlsx=urls_xlsx, guideline=guideline).summary
 
 
 @dataclass
@@ -116,28 +117,29 @@ class FetchRound:
     content_urls: list[str]  # public URLs of the guide's pages this round
 
 
-def read_workbook_edits(settings: Settings, urls_xlsx: Path | None) -> tuple[Path | None, Path, dict[str, workbook.Edit]]:
-    """(workbook read, workbook to write, its hand edits by page key)."""
+def read_workbook_edits(settings: Settings, urls_xlsx: Path | None,
+                        guideline: GuidelineScope) -> tuple[Path | None, Path, dict[str, workbook.Edit]]:
+    """(workbook read, workbook to write, its hand edits by page key): `urls_xlsx`, else
+    settings.urls_xlsx, else the guideline's own workbook."""
     workbook_in = Path(urls_xlsx) if urls_xlsx else settings.urls_xlsx
-    out_path = Path(workbook_in) if workbook_in else settings.workbook_path
+    out_path = Path(workbook_in) if workbook_in else guideline.workbook_path
     if out_path.suffix.lower() != ".xlsx":
         raise WorkbookError(f"the URL workbook must be an .xlsx file, not {out_path}")
     edits = workbook.read_edits(workbook_in) if workbook_in and Path(workbook_in).exists() else {}
     return workbook_in, out_path, edits
 
 
-def scrape_site(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None,
-                public_site: str | None = None, stderr: TextIO | None = None,
+def scrape_site(settings: Settings, toc_url: str, *, guideline: GuidelineScope | None = None,
+                urls_xlsx: Path | None = None, public_site: str | None = None, stderr: TextIO | None = None,
                 title: str | None = None) -> ScrapeReport:
-    """The whole scrape of one guideline (settings.guideline, else the default one);
+    """The whole scrape of one guideline (`guideline`, else the default one);
     `public_site` stores pages under another site URL (the sample's); `title` names the
     guideline (default: the title it has, else the TOC page's)."""
     err = stderr or sys.stderr
-    gid = settings.guideline or DEFAULT_GUIDELINE
-    if settings.guideline != gid:
-        settings = settings.replace(guideline=gid)
+    scope = guideline or settings.guideline_scope(DEFAULT_GUIDELINE)
+    gid = scope.id
     toc = check_toc_url(toc_url)
-    workbook_in, out_path, edits = read_workbook_edits(settings, urls_xlsx)
+    workbook_in, out_path, edits = read_workbook_edits(settings, urls_xlsx, scope)
     notes: list[str] = []
     if edits:
         notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
@@ -399,7 +401,7 @@ def _record(result: fetch.FetchResult, rec: LinkRecord, public: str, store: Stor
     it for the workbook."""
     url = result.url
     if result.kind == fetch.OK:
-        text = textlines.read_page(result.html, split_over_chars=settings.split_lines_over_chars)
+        text = textlines.read_page(result.html)
         title, lines = text.title, text.lines
         page_url = result.final_url or url
         why_index = None if rec.hand else postfetch.index_reason(text.profile, page_url, is_guide_page)

@@ -27,10 +27,12 @@ from typing import Iterable
 from bs4 import BeautifulSoup, NavigableString, Tag
 from bs4.element import CData, Comment, Declaration, Doctype, ProcessingInstruction
 
-from guiderag.settings import Settings
-
 CELL_SEPARATOR = " | "
-DEFAULT_SPLIT_OVER = Settings.split_lines_over_chars
+# A block (paragraph, list item...) longer than this is stored as one line per sentence,
+# so that a cited line stays short. A constant, not a setting: it decides what a line of
+# the corpus is, so changing it would give every stored page a new version at the next
+# scrape and move every citation; no deployment had a reason to (never set, not by a test).
+DEFAULT_SPLIT_OVER = 160
 
 # Never text of the page: code, metadata, site chrome, controls, ruby readings.
 DROP_TAGS = frozenset(

@@ -9,7 +9,7 @@ structure with these rules:
 - a sentence end: the line ends with 。．.!?！？ or a closing bracket 」』）);
 - a list item: the line starts with a bullet (・ • ● - ...) or an enumerator (1. ① a) ...);
 - a table row: cells joined by TABLE_CELL (" | ", the scraper's separator);
-- a heading: a non-empty line of at most `max_chars` characters (settings.heading_max_chars)
+- a heading: a non-empty line of at most `max_chars` characters (HEADING_MAX_CHARS)
   that is neither a sentence, a list item nor a table row (Q21 胸腺腫の治療, 治療について);
 - the title line: among the first TITLE_LOOKAHEAD lines, the one that repeats the page
   title (NFKC, whitespace ignored).
@@ -20,14 +20,15 @@ import re
 import unicodedata
 from typing import Sequence
 
-from guiderag.settings import Settings
-
 SENTENCE_END = tuple("。．.!?！？」』）)")
 LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
 TITLE_LOOKAHEAD = 5
 # How the scraper joins the cells of a table row into one line (scraper.textlines.CELL_SEPARATOR).
 TABLE_CELL = " | "
-HEADING_MAX_CHARS: int = Settings.heading_max_chars
+# A line at most this long, not ending like a sentence, is a heading. A constant, not a
+# setting: one rule for the index (passages under headings) and the shown answer (a line
+# with its heading), which must agree; 40 fits the guidebooks' headings (Q21 胸腺腫の治療).
+HEADING_MAX_CHARS = 40
 
 
 def ends_sentence(line: str) -> bool:

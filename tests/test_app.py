@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from guiderag.ui.bootstrap import ensure_corpus, store_status
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
+from guiderag.resources import SAMPLE_SITE_URL
 from guiderag.ui import render, session
 from guiderag.ui.text import MODE_LABELS, TEXT
 from openai_stub import OpenAIStub, Reply  # tests/ is on sys.path (conftest.py)
@@ -245,11 +246,11 @@ def test_only_the_bundled_sample_is_called_the_sample() -> None:
     def status(url: str) -> StoreStatus:
         return StoreStatus(pages=3, toc_url=url, last_scraped=None, last_run_id=1)
 
-    sample = status(settings.sample_site_url + "/guide/index.html")
+    sample = status(SAMPLE_SITE_URL + "/guide/index.html")
     assert render.site_label(sample, settings) == TEXT["sidebar_sample"]
     assert "href=" not in render.sidebar_html(sample, settings)
     for url in ("http://127.0.0.1:8123/guide/index.html", "http://localhost/guide/index.html",
-                settings.sample_site_url + "/other/index.html"):
+                SAMPLE_SITE_URL + "/other/index.html"):
         assert not render.is_sample_site(url, settings), url
         assert render.site_label(status(url), settings) != TEXT["sidebar_sample"]
     local = status("http://127.0.0.1:8123/guide/index.html")

@@ -60,19 +60,20 @@ def test_the_sidebar_warns_after_a_diverged_check_and_on_an_old_corpus(two_store
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     at = start_app()
     assert not at.sidebar.warning
-    settings = Settings.load(env={}, db=two_store).replace(guideline="gastric")
+    settings = Settings.load(env={}, db=two_store)
+    gastric = settings.guideline_scope("gastric")
     from guiderag.store import Store
 
     with Store(two_store) as store:
         run = store.last_run(guideline="gastric")
-    settings.check_status_path.parent.mkdir(parents=True, exist_ok=True)
-    settings.check_status_path.write_text(json.dumps({
+    gastric.check_status_path.parent.mkdir(parents=True, exist_ok=True)
+    gastric.check_status_path.write_text(json.dumps({
         "guideline": "gastric", "status": "diverged", "checked_at": "2026-12-01T00:00:00Z",
         "last_run_id": run["id"], "changed": [{"url": "x"}]}), encoding="utf-8")
     at = start_app()
     [warning] = at.sidebar.warning
     assert "胃がんガイドブック（デモ）" in warning.value and "食い違って" in warning.value
-    settings.check_status_path.unlink()
+    gastric.check_status_path.unlink()
     monkeypatch.setenv("GUIDERAG_MAX_AGE_HOURS", "0.00001")
     at = start_app()
     assert len(at.sidebar.warning) == 2 and all("時間以上" in w.value for w in at.sidebar.warning)

@@ -65,7 +65,7 @@ def test_an_unchanged_site_is_in_sync_and_nothing_is_written(scraped, capsys) ->
     assert "default: in sync" in capsys.readouterr().out
     assert _snapshot(db) == before
     # the result is recorded beside the store, for the app and `guidelines`
-    status = json.loads(Settings.load(env={}, db=db).check_status_path.read_text(encoding="utf-8"))
+    status = json.loads(Settings.load(env={}, db=db).guideline_scope("default").check_status_path.read_text(encoding="utf-8"))
     assert status["status"] == "in_sync"
 
 

@@ -1,11 +1,12 @@
 """Proximity in the `ours` pipeline: a question's terms said together on one line outrank
 the same terms scattered over unrelated lines of a passage window (retrieval.index.line_spans,
-settings.span_weight)."""
+retrieval.pipeline_ours.SPAN_WEIGHT)."""
 from __future__ import annotations
 
 import pytest
 
 from guiderag import retrieval
+from guiderag.retrieval import pipeline_ours
 from guiderag.retrieval.passages import line_spans, span_range
 from retrieval_corpus import BASE, settings_for, write_pages
 
@@ -43,9 +44,10 @@ def _page_scores(settings) -> dict[str, float]:
     return {c.url: c.score for c in result.candidates}
 
 
-def test_terms_on_one_line_outrank_terms_scattered_over_a_window(db):
-    plain = _page_scores(settings_for(db, span_weight=0.0, threshold=0.0))
+def test_terms_on_one_line_outrank_terms_scattered_over_a_window(db, monkeypatch):
     near = _page_scores(settings_for(db, threshold=0.0))
+    monkeypatch.setattr(pipeline_ours, "SPAN_WEIGHT", 0.0)  # no proximity factor
+    plain = _page_scores(settings_for(db, threshold=0.0))
     # the trap: by window alone the scattered page (more occurrences) wins
     assert plain[BASE + "q6.html"] > plain[BASE + "q5.html"]
     # with spans the page that says it on one line comes first ...
@@ -55,8 +57,9 @@ def test_terms_on_one_line_outrank_terms_scattered_over_a_window(db):
     assert near[BASE + "q6.html"] < 0.9 * plain[BASE + "q6.html"]
 
 
-def test_full_span_weight_keeps_scores_in_range_and_order(db):
-    scores = _page_scores(settings_for(db, span_weight=1.0, threshold=0.0))
+def test_full_span_weight_keeps_scores_in_range_and_order(db, monkeypatch):
+    monkeypatch.setattr(pipeline_ours, "SPAN_WEIGHT", 1.0)
+    scores = _page_scores(settings_for(db, threshold=0.0))
     assert scores[BASE + "q5.html"] > scores[BASE + "q6.html"] > 0.0
     assert all(0.0 <= s <= 1.0 for s in scores.values())
 

@@ -71,8 +71,8 @@ def test_guidelines_lists_each_with_its_pages_and_last_scrape(two, capsys) -> No
     # each guideline has its own index and workbook
     settings = Settings.load(env={}, db=db)
     for gid in ("thymus", "gastric"):
-        assert (settings.replace(guideline=gid).index_dir / "CURRENT").exists()
-        assert settings.replace(guideline=gid).workbook_path.exists()
+        assert (settings.guideline_scope(gid).index_dir / "CURRENT").exists()
+        assert settings.guideline_scope(gid).workbook_path.exists()
     pages = _json(capsys, ["pages", "--json", "--guideline", "gastric"])["pages"]
     assert {p["guideline"] for p in pages} == {"gastric"} and len(pages) == 3
 
@@ -113,9 +113,9 @@ def test_an_unknown_guideline_is_bad_input(two, capsys) -> None:
 def test_rescraping_one_guideline_leaves_the_other_byte_identical(two, capsys) -> None:
     db, thymus, gastric, t_base, g_base = two
     settings = Settings.load(env={}, db=db)
-    thymus_index = settings.replace(guideline="thymus").index_dir
+    thymus_index = settings.guideline_scope("thymus").index_dir
     before_rows, before_index = _rows(db, "thymus"), _tree_digest(thymus_index)
-    before_book = settings.replace(guideline="thymus").workbook_path.read_bytes()
+    before_book = settings.guideline_scope("thymus").workbook_path.read_bytes()
     gastric.page("/gastric/q3.html", "<html><body><main><h1>Q3 ダンピング症候群とは何ですか？</h1>"
                  "<p>ダンピング症候群は、食後に起こる不快な症状です。</p></main></body></html>")
     gastric.remove("/gastric/q2.html")
@@ -124,12 +124,12 @@ def test_rescraping_one_guideline_leaves_the_other_byte_identical(two, capsys) -
     assert "changed 1" in out and "removed 1" in out
     assert _rows(db, "thymus") == before_rows
     assert _tree_digest(thymus_index) == before_index
-    assert settings.replace(guideline="thymus").workbook_path.read_bytes() == before_book
+    assert settings.guideline_scope("thymus").workbook_path.read_bytes() == before_book
     with Store(db) as store:
         assert len(store.current_pages(guideline="gastric")) == 2
         assert len(store.current_pages(guideline="thymus")) == 3
     # and the other way round: the thymus site re-scraped, gastric untouched
-    gastric_index = settings.replace(guideline="gastric").index_dir
+    gastric_index = settings.guideline_scope("gastric").index_dir
     before_rows, before_index = _rows(db, "gastric"), _tree_digest(gastric_index)
     thymus.remove("/thymus/q3.html")
     assert main(["scrape", t_base + "/thymus/index.html", "--guideline", "thymus"]) == 0
@@ -156,7 +156,7 @@ def test_removing_a_guideline_keeps_its_audit_rows_and_stops_routing_to_it(two, 
     assert [r["id"] for r in _json(capsys, ["guidelines", "--json"])["guidelines"]] == ["thymus"]
     listed = {r["id"]: r for r in _json(capsys, ["guidelines", "--json", "--all"])["guidelines"]}
     assert listed["gastric"]["status"] == "removed" and listed["gastric"]["pages"] == 0
-    assert not (settings.replace(guideline="gastric").index_dir / "CURRENT").exists()
+    assert not (settings.guideline_scope("gastric").index_dir / "CURRENT").exists()
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM audit WHERE guideline = 'gastric'").fetchone()[0] == 1
         assert conn.execute("SELECT COUNT(*) FROM page_versions").fetchone()[0] == 6  # versions kept

@@ -11,6 +11,7 @@ from guiderag import retrieval
 from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.cli import main
 from guiderag.retrieval.persist import load_data, save_data
+from guiderag.retrieval import passages
 from retrieval_corpus import BASE, LUNG, PAGES, settings_for, write_pages
 
 
@@ -21,7 +22,7 @@ def settings(tmp_path):
 
 
 def _current(settings):
-    return settings.index_dir / (settings.index_dir / "CURRENT").read_text(encoding="utf-8").strip()
+    return settings.guideline_scope("default").index_dir / (settings.guideline_scope("default").index_dir / "CURRENT").read_text(encoding="utf-8").strip()
 
 
 def test_build_writes_npz_and_json_only(settings):
@@ -55,7 +56,7 @@ def test_load_reuses_a_valid_index(settings, capsys):
 def test_missing_index_is_built_on_load(settings, capsys):
     retriever = retrieval.load_retriever(settings)
     assert "rebuilding" in capsys.readouterr().err
-    assert (settings.index_dir / "CURRENT").exists()
+    assert (settings.guideline_scope("default").index_dir / "CURRENT").exists()
     assert retriever.search("胸腺腫の手術").governed
 
 
@@ -73,7 +74,7 @@ def test_rescrape_rebuilds_automatically(settings, capsys):
     # the newest previous version is kept for readers still loading it, older ones go
     retrieval.build_index(settings)
     retrieval.build_index(settings)
-    assert len(list(settings.index_dir.glob("v-*"))) == 2
+    assert len(list(settings.guideline_scope("default").index_dir.glob("v-*"))) == 2
 
 
 @pytest.mark.parametrize(
@@ -88,22 +89,22 @@ def test_damaged_index_gives_a_clear_message_and_is_rebuilt(settings, capsys, da
     retrieval.build_index(settings)
     damage(_current(settings))
     with pytest.raises(IndexCorruptError, match=message) as info:
-        load_data(settings.index_dir)
+        load_data(settings.guideline_scope("default").index_dir)
     assert "guiderag index" in str(info.value)
     retriever = retrieval.load_retriever(settings)
     err = capsys.readouterr().err
     assert message in err and "rebuilding" in err
     assert retriever.search("胸腺腫の手術").governed
-    load_data(settings.index_dir)  # the rebuilt one is sound
+    load_data(settings.guideline_scope("default").index_dir)  # the rebuilt one is sound
 
 
 def test_current_pointer_problems(settings):
     with pytest.raises(IndexCorruptError, match="does not exist yet"):
-        load_data(settings.index_dir)
+        load_data(settings.guideline_scope("default").index_dir)
     retrieval.build_index(settings)
-    (settings.index_dir / "CURRENT").write_text("../../etc\n", encoding="utf-8")
+    (settings.guideline_scope("default").index_dir / "CURRENT").write_text("../../etc\n", encoding="utf-8")
     with pytest.raises(IndexCorruptError, match="not an index version"):
-        load_data(settings.index_dir)
+        load_data(settings.guideline_scope("default").index_dir)
 
 
 def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, capsys):
@@ -122,7 +123,7 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, 
     with pytest.raises(IndexWriteError, match="disk full.*previous index is unchanged"):
         retrieval.build_index(settings)
     assert _current(settings) == before
-    assert not list(settings.index_dir.glob("tmp-*"))  # the half-built folder is gone
+    assert not list(settings.guideline_scope("default").index_dir.glob("tmp-*"))  # the half-built folder is gone
     # a stale index that cannot be replaced: answers come from one built in memory
     write_pages(settings.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
     calls["n"] = 0
@@ -131,20 +132,21 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, 
     assert retriever.search("喀痰細胞診").governed
     monkeypatch.undo()
     assert _current(settings) == before
-    load_data(settings.index_dir)
+    load_data(settings.guideline_scope("default").index_dir)
 
 
-def test_other_analyzer_settings_force_a_rebuild(settings, capsys):
+def test_other_analyzer_or_passage_parameters_force_a_rebuild(settings, capsys, monkeypatch):
     retrieval.build_index(settings)
-    retrieval.load_retriever(settings.replace(passage_chars=120))
+    monkeypatch.setattr(passages, "PASSAGE_CHARS", 120)  # a guiderag with other passages
+    retrieval.load_retriever(settings)
     assert "other analyzer or passage settings" in capsys.readouterr().err
 
 
 def test_save_and_load_round_trip(settings):
     retrieval.build_index(settings)
-    data = load_data(settings.index_dir)
-    folder = save_data(data, settings.index_dir)
-    again = load_data(settings.index_dir)
+    data = load_data(settings.guideline_scope("default").index_dir)
+    folder = save_data(data, settings.guideline_scope("default").index_dir)
+    again = load_data(settings.guideline_scope("default").index_dir)
     assert again.path == folder
     assert again.term_vocab == data.term_vocab
     assert (again.passages_terms != data.passages_terms).nnz == 0
@@ -155,7 +157,7 @@ def test_index_command(settings, monkeypatch, capsys):
     monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.synonyms))
     assert main(["index", "--db", str(settings.db), "--no-progress"]) == 0
     assert "indexed 4 pages" in capsys.readouterr().err
-    assert (settings.index_dir / "CURRENT").exists()
+    assert (settings.guideline_scope("default").index_dir / "CURRENT").exists()
 
 
 def test_index_command_on_an_empty_store_exits_2(tmp_path, capsys):

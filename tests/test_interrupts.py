@@ -185,9 +185,9 @@ def test_ctrl_c_before_the_first_question_leaves_the_earlier_workbook_alone(
     questions, out, before = earlier_results
     real = retrieval.load_retriever
 
-    def interrupted_while_loading(settings):
+    def interrupted_while_loading(settings, guideline=None):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the index loads
-        return real(settings)
+        return real(settings, guideline)
 
     monkeypatch.setattr(retrieval, "load_retriever", interrupted_while_loading)
     assert main(["eval", str(questions), "--out", str(out)]) == 130

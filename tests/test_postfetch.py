@@ -96,7 +96,7 @@ def test_index_pages_and_other_spellings_are_not_stored(fast_settings: Settings)
     assert rows["/gb/ch1/q1.html"][0] == "content"
     # the workbook says so, category and reason, for the maintainer; the #frag spelling is
     # a duplicate of its page before anything is fetched
-    book = load_workbook(fast_settings.workbook_path, read_only=True)
+    book = load_workbook(fast_settings.guideline_scope("default").workbook_path, read_only=True)
     sheet: dict[str, tuple] = {}
     for r in book["urls"].iter_rows(min_row=2, values_only=True):
         sheet.setdefault(r[9], r)  # by href as written
@@ -111,13 +111,13 @@ def test_a_maintainer_can_include_an_index_page_by_hand(fast_settings: Settings)
     site = _site()
     with site.serve() as base:
         _scrape(fast_settings, base)
-        book = load_workbook(fast_settings.workbook_path)
+        book = load_workbook(fast_settings.guideline_scope("default").workbook_path)
         sheet = book["urls"]
         for row in sheet.iter_rows(min_row=2):
             if row[0].value == base + "/gb/ch1/index.html":
                 row[4].value = True  # include
-        book.save(fast_settings.workbook_path)
-        rows = _scrape(fast_settings, base, urls_xlsx=fast_settings.workbook_path)
+        book.save(fast_settings.guideline_scope("default").workbook_path)
+        rows = _scrape(fast_settings, base, urls_xlsx=fast_settings.guideline_scope("default").workbook_path)
         assert "/gb/ch1/index.html" in _stored(fast_settings, base)
         assert rows["/gb/ch1/index.html"][2] and "by hand" in rows["/gb/ch1/index.html"][1]
         # left as the scraper wrote it, the workbook read back keeps the other index pages out

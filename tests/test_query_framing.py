@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from chatbot_helpers import indexed_settings
+from guiderag.retrieval import query
 from guiderag.retrieval.analyzer import Analyzer
 from guiderag.retrieval.framing import FRAMING_WORDS, drop_framing
 from guiderag.retrieval.analyzer import tokenize
@@ -103,13 +104,12 @@ def test_framing_words_do_not_lower_the_score(retriever) -> None:
 
 
 def test_an_unknown_verb_weighs_less_than_an_unknown_noun(retriever) -> None:
-    s = retriever.settings
     weights = retriever.query_weights("副作用で泳げない")  # 泳ぐ: a verb the corpus never uses
     unseen = retriever.query_weights("副作用のグリオーマ")["グリオーマ"]
     # ... and an everyday one: its specificity in general Japanese weighs it too (issue 11)
     [swim] = [t for t in retriever.analyzer.query_analysis("副作用で泳げない").terms if t.text == "泳ぐ"]
     assert weights["泳ぐ"] == pytest.approx(
-        unseen * s.verb_weight * s.unknown_verb_weight * retriever.builder.specificity(swim))
+        unseen * query.VERB_WEIGHT * query.UNKNOWN_VERB_WEIGHT * retriever.builder.specificity(swim))
     assert weights["泳ぐ"] < unseen
 
 
@@ -118,14 +118,13 @@ def test_an_unknown_affixed_word_of_a_known_noun_weighs_like_an_unknown_compound
     light affix (的, 中: retrieval.query.LIGHT_SUFFIXES) the word IS its noun (issue 11,
     round 2), with another affix (脱毛症) it weighs like an unknown compound; an affixed word
     whose noun is unknown too (グリオーマ的) keeps the full unseen weight."""
-    s = retriever.settings
     unseen = retriever.query_weights("副作用のグリオーマ")["グリオーマ"]
     for word, noun in (("吐き気的", "吐き気"), ("脱毛中", "脱毛")):
         weights = retriever.query_weights(f"{word}な副作用")
         assert word not in weights, word
         assert weights[noun] == pytest.approx(retriever.idf(noun))
     weights = retriever.query_weights("脱毛症な副作用")
-    assert weights["脱毛症"] == pytest.approx(unseen * s.unknown_compound_weight)
+    assert weights["脱毛症"] == pytest.approx(unseen * query.UNKNOWN_COMPOUND_WEIGHT)
     assert weights["脱毛"] == pytest.approx(retriever.idf("脱毛"))
     assert retriever.query_weights("グリオーマ的な副作用")["グリオーマ的"] == pytest.approx(unseen)
 
@@ -154,7 +153,7 @@ def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Pa
     assert result.governed and result.candidates[0].url.endswith("cost.html")
     unseen = r.query_weights("グリオーマ")["グリオーマ"]
     weights = r.query_weights("仕事両立支援")  # begins no corpus term
-    assert weights["仕事両立支援"] == pytest.approx(unseen * settings.unknown_compound_weight)
+    assert weights["仕事両立支援"] == pytest.approx(unseen * query.UNKNOWN_COMPOUND_WEIGHT)
 
 
 def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def test_empty_corpus_asks_to_scrape_first(tmp_path):
     assert isinstance(info.value, InputError)
     with pytest.raises(EmptyCorpusError):
         retrieval.build_index(settings)
-    assert not settings.index_dir.exists() or not (settings.index_dir / "CURRENT").exists()
+    assert not settings.guideline_scope("default").index_dir.exists() or not (settings.guideline_scope("default").index_dir / "CURRENT").exists()
 
 
 def test_missing_store_is_a_store_error(tmp_path):

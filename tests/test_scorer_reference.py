@@ -2,7 +2,8 @@
 
 retrieval.pipeline_ours documents the score of a passage x; here it is computed again
 with dictionaries and loops, from nothing but the analyzer's terms and bigrams of each
-text and the passages and line spans of each page, on random corpora and settings. The
+text and the passages and line spans of each page, on random corpora and parameters (the
+formula's constants, patched per case, and the settings that weigh in). The
 vectorised build (chunked rows, saturation, idf, span ranges) and the query arithmetic
 (column slices, channel mix, proximity factor, power) must give the same numbers, so
 either side can be rewritten and checked against the other (as bm25s pins its scorers
@@ -13,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from guiderag.retrieval import bm25, passages, pipeline_ours
 from guiderag.retrieval.analyzer import char_bigrams
 from guiderag.retrieval.bench import generate_corpus
 from guiderag.retrieval.build import build_data
@@ -24,7 +27,22 @@ from guiderag.retrieval.index import make_analyzer
 from guiderag.retrieval.passages import body_skip, is_question_title, line_spans, segment
 from guiderag.retrieval.pipeline_ours import OursRetriever
 from guiderag.settings import Settings
-from guiderag.store import PageVersion
+from guiderag.store import PageVersion, structure
+
+# The formula's constants (module attributes the build and the scores read when they run),
+# by the names the reference below uses.
+CONSTANTS = {
+    "bm25_k1": (bm25, "K1"), "bm25_b": (bm25, "B"), "passage_chars": (passages, "PASSAGE_CHARS"),
+    "heading_max_chars": (structure, "HEADING_MAX_CHARS"), "bigram_weight": (pipeline_ours, "BIGRAM_WEIGHT"),
+    "span_weight": (pipeline_ours, "SPAN_WEIGHT"), "page_weight": (pipeline_ours, "PAGE_WEIGHT"),
+    "score_power": (pipeline_ours, "SCORE_POWER"), "unknown_term_weight": (pipeline_ours, "UNKNOWN_TERM_WEIGHT"),
+}
+
+
+def formula(settings: Settings) -> SimpleNamespace:
+    """Every parameter of the formula: the constants as they are now, and the settings'."""
+    return SimpleNamespace(qa_page_weight=settings.qa_page_weight,
+                           **{name: getattr(module, attr) for name, (module, attr) in CONSTANTS.items()})
 
 
 def _texts(analyzer, page: PageVersion) -> tuple[list[list[str]], list[list[str]]]:
@@ -50,7 +68,7 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
     every word and junction, at weight * the least w of the words."""
     parts = parts or {}
     analyzer = make_analyzer(settings)
-    s = settings
+    s = formula(settings)
     n_pages = len(pages)
     rows = []  # per passage: (terms Counter, bigrams Counter, [span term sets], [span bigram sets])
     row_page: list[int] = []  # the page of each passage
@@ -190,7 +208,11 @@ ARTICLES = {8}
 
 
 @pytest.mark.parametrize("seed,overrides", CASES)
-def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict) -> None:
+def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict, monkeypatch) -> None:
+    overrides = dict(overrides)
+    for name in [n for n in overrides if n in CONSTANTS]:
+        module, attr = CONSTANTS[name]
+        monkeypatch.setattr(module, attr, overrides.pop(name))
     corpus = generate_corpus(14, 12, seed=seed)
     pages = list(corpus.pages)
     if seed in ARTICLES:

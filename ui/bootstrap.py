@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from guiderag.errors import ScrapeError
+from guiderag.resources import SAMPLE_SITE_URL
 from guiderag.settings import Settings
 from guiderag.store import Store
 from guiderag.store.lock import bootstrap_lock
@@ -105,7 +106,7 @@ def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | N
     """A guideline's sidebar status, with the warning its last check or its age calls for."""
     from guiderag.scraper.check import DIVERGED, FAILED, TOO_OLD, age_hours, read_status
 
-    check = read_status(settings.replace(guideline=gid))
+    check = read_status(settings.guideline_scope(gid))
     warning, checked_at = None, None
     if check is not None:
         checked_at = check.get("checked_at")
@@ -164,7 +165,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
             # Stored under the sample's stable site URL, as `guiderag scrape --sample` does,
             # so a later `scrape --sample` compares like with like.
             scraped = scrape_site(
-                local, served_toc, public_site=settings.sample_site_url, stderr=io.StringIO()
+                local, served_toc, public_site=SAMPLE_SITE_URL, stderr=io.StringIO()
             )
         summary = scraped.summary
         status = store_status(settings)

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from guiderag.chatbot.answer import Answer, ShownPassage
 from guiderag.ranges import number_ranges
 from guiderag.redact import redact
-from guiderag.resources import SAMPLE_TOC_PATH
+from guiderag.resources import SAMPLE_SITE_URL, SAMPLE_TOC_PATH
 from guiderag.settings import EXTRACT, MODEL_MODES, Settings
 
 from .bootstrap import GuidelineStatus, StoreStatus
@@ -280,7 +280,7 @@ def is_sample_site(url: str | None, settings: Settings) -> bool:
     scraped from a loopback server included, is a real guideline and named by its host."""
     if not url:
         return False
-    parts, sample = urlsplit(url), urlsplit(settings.sample_site_url)
+    parts, sample = urlsplit(url), urlsplit(SAMPLE_SITE_URL)
     return ((parts.hostname or "").lower() == (sample.hostname or "").lower()
             and parts.port == sample.port and parts.path == "/" + SAMPLE_TOC_PATH.lstrip("/"))
 
