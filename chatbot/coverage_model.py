@@ -23,6 +23,10 @@ from guiderag.resources import data_path
 
 MODEL_FILE = "coverage_model.json"
 FORMAT = "guiderag-coverage/1"
+# The forms of guideline a model is fitted for (retrieval.evidence.guideline_form): pages
+# that each answer one question (a Q&A guidebook), or articles.
+QA, ARTICLE = "qa", "article"
+FORMS = (QA, ARTICLE)
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,9 @@ class CoverageModel:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], source: str = "coverage model") -> "CoverageModel":
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise InputError(f"{source} is not a {FORMAT} model (format {data.get('format') if isinstance(data, Mapping) else None!r})")
+        if not isinstance(data, Mapping) or data.get("format", FORMAT) != FORMAT:
+            found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            raise InputError(f"{source} is not a {FORMAT} model (format {found!r})")
         try:
             return cls(tuple(str(x) for x in data["features"]), tuple(float(x) for x in data["mean"]),
                        tuple(float(x) for x in data["scale"]), tuple(float(x) for x in data["coef"]),
@@ -93,7 +98,31 @@ class CoverageModel:
             raise InputError(f"{source} is malformed: {exc}") from exc
 
 
-_SHIPPED: CoverageModel | None = None
+@dataclass(frozen=True)
+class ShippedModels:
+    """The model of each guideline form, as data/coverage_model.json holds them."""
+
+    forms: dict[str, CoverageModel]
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def for_form(self, form: str) -> CoverageModel:
+        return self.forms.get(form) or self.forms[QA]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "forms": {f: {k: v for k, v in m.to_json().items() if k != "format"}
+                                            for f, m in self.forms.items()}, "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str) -> "ShippedModels":
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT or not isinstance(data.get("forms"), Mapping):
+            raise InputError(f"{source} is not a {FORMAT} model file (a format and a model per guideline form)")
+        forms = {str(f): CoverageModel.from_json(m, f"{source} ({f})") for f, m in data["forms"].items()}
+        if QA not in forms:
+            raise InputError(f"{source} has no model for the {QA!r} form")
+        return cls(forms, dict(data.get("meta") or {}))
+
+
+_SHIPPED: ShippedModels | None = None
 _LOCK = threading.Lock()
 
 
@@ -101,16 +130,19 @@ def shipped_path() -> Path:
     return data_path(MODEL_FILE)
 
 
-def load_file(path: Path) -> CoverageModel:
+def read_json(path: Path) -> Any:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read the coverage model {path}: {exc}") from exc
-    return CoverageModel.from_json(data, str(path))
 
 
-def shipped() -> CoverageModel:
-    """The model shipped with guiderag (data/coverage_model.json), read once per process."""
+def load_file(path: Path) -> ShippedModels:
+    return ShippedModels.from_json(read_json(path), str(path))
+
+
+def shipped() -> ShippedModels:
+    """The models shipped with guiderag (data/coverage_model.json), read once per process."""
     global _SHIPPED
     if _SHIPPED is None:
         with _LOCK:
@@ -119,9 +151,5 @@ def shipped() -> CoverageModel:
     return _SHIPPED
 
 
-def dump(model: CoverageModel, path: Path) -> None:
-    Path(path).write_text(json.dumps(model.to_json(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-
-
-def names_in(models: Sequence[CoverageModel]) -> list[str]:
-    return sorted({n for m in models for n in m.features})
+def dump(models: ShippedModels, path: Path) -> None:
+    Path(path).write_text(json.dumps(models.to_json(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -36,13 +36,15 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
     from guiderag.chatbot.answer_type import missing_figure
     from guiderag.chatbot.coverage import cleared_threshold, measure_inputs
     from guiderag.chatbot.extract import extract, line_coverage
+    from guiderag.retrieval.evidence import guideline_form
     from guiderag.retrieval.pipeline_ours import OursRetriever
 
     settings = site.settings
     base = retrieval.load_retriever(settings)
     assert isinstance(base, OursRetriever)
-    low = OursRetriever(settings.replace(threshold=floor), base.pages, base.data, base.analyzer)
+    low = OursRetriever(settings.replace(threshold=floor), base.pages, base.data, base.analyzer, guideline=base.guideline)
     analyze = functools.lru_cache(maxsize=65536)(base.analyze)
+    form = guideline_form(base)
     records: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for item in site.questions:
@@ -64,7 +66,7 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
                 q.question, [line for page in pages.values() for line in page.lines])
             legacy = cov >= settings.min_line_coverage and not figure
         record: dict[str, Any] = {
-            "site": site.name, "id": q.id, "question": q.question, "in_scope": item.in_scope,
+            "site": site.name, "form": form, "id": q.id, "question": q.question, "in_scope": item.in_scope,
             "category": item.category, "features": measured.values, "measure_ms": round(measure_ms, 3),
             "words": {"unknown_specific": measured.unknown_specific, "unknown_common": measured.unknown_common,
                       "unknown_named": measured.unknown_named, "rare_diseases": measured.rare_diseases,
@@ -75,7 +77,7 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
         for label, result in (("threshold", at_threshold if at_threshold.passages else floor_result),
                               ("floor", floor_result)):
             text, _ = extract(q.question, result.keywords, result.passages, settings.answer_chars, analyze,
-                              base.idf, heading_max_chars=settings.heading_max_chars,
+                              base.idf,
                               slots=(base.query_slots(q.question, result.keywords) or [None])[-1])
             top = result.candidates[0].url if result.candidates else None
             record[label] = {

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from guiderag.errors import InputError
-from guiderag.resources import question_set
+from guiderag.resources import SAMPLE_SITE_URL, question_set
 from guiderag.settings import Settings
 
 from . import demo_sites, jsquad
@@ -66,16 +66,16 @@ def prepare(name: str, work: Path, settings: Settings, *, bench_dir: Path | None
 
     folder = Path(work) / name
     folder.mkdir(parents=True, exist_ok=True)
-    base = settings.replace(db=folder / f"{name}.db", delay_s=0.0, urls_xlsx=folder / "urls.xlsx",
-                            progress=False, guideline="")
+    book = folder / "urls.xlsx"
+    base = settings.replace(db=folder / f"{name}.db", delay_s=0.0, urls_xlsx=book, progress=False, guideline="")
     fresh_store(base)
-    if base.workbook_path.exists():
-        base.workbook_path.unlink()
+    if book.exists():
+        book.unlink()  # an earlier run's workbook would be read as hand edits
     quiet = io.StringIO()
     questions: list[Labelled]
     if name == JSQUAD:
         articles = jsquad.load_articles(None, settings=settings)
-        inside, outside = jsquad.split_articles(articles, settings.jsquad_held_out, settings.jsquad_seed)
+        inside, outside = jsquad.split_articles(articles, jsquad.HELD_OUT, jsquad.SEED)
         toc = jsquad.build_site(inside, folder / "site")
         with serve_directory(folder / "site") as root:
             scraper.scrape_site(base, root + toc, stderr=quiet)
@@ -88,7 +88,7 @@ def prepare(name: str, work: Path, settings: Settings, *, bench_dir: Path | None
         questions = [Labelled(p.question, p.category) for p in load_patient(path)]
     elif name == SAMPLE:
         with serve_sample_site() as toc:
-            scraper.scrape_site(base, toc, public_site=settings.sample_site_url, stderr=quiet)
+            scraper.scrape_site(base, toc, public_site=SAMPLE_SITE_URL, stderr=quiet)
         questions = []
         for set_name, prefix in (("sample_patient.xlsx", ""), ("protocol.xlsx", "")):
             for q in read_questions(question_set(set_name)):

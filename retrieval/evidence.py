@@ -169,3 +169,15 @@ def _row_of(retriever: OursRetriever, url: str) -> int | None:
 def page_scores(result: RetrievalResult) -> Sequence[float]:
     """The candidate pages' scores, best first."""
     return [float(c.score) for c in result.candidates]
+
+
+# A guideline whose pages mostly each answer one question (titles that ask) is a Q&A
+# guidebook; otherwise its pages are articles. The coverage model has a fit for each form.
+QA_FORM, ARTICLE_FORM = "qa", "article"
+QA_FORM_SHARE = 0.5
+
+
+def guideline_form(retriever: OursRetriever) -> str:
+    """QA_FORM when at least QA_FORM_SHARE of the guideline's pages are Q&A pages."""
+    qa = retriever._qa_pages
+    return QA_FORM if len(qa) and float(qa.mean()) >= QA_FORM_SHARE else ARTICLE_FORM
