@@ -9,6 +9,7 @@ published threshold.
 """
 from __future__ import annotations
 
+import threading
 import unicodedata
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -18,6 +19,7 @@ from guiderag.retrieval.evidence import QueryEvidence, query_evidence
 from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.settings import Settings
+from guiderag.store import PageVersion
 
 from .coverage_features import Measured, PageFacts, measure
 from .extract import line_coverage
@@ -51,23 +53,42 @@ def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetrie
     evidence = query_evidence(retriever, question, result)
     slots = retriever.query_slots(question, ())
     coverage = line_coverage(question, result.passages, analyze, slots=slots[0]) if slots and result.passages else 0.0
-    top_lines: list[str] = []
+    top = PageFacts()
     if evidence.top_page is not None:
-        page = retriever.pages[evidence.top_page]
-        top_lines = [page.title, *page.lines]
+        top = page_facts(retriever.pages[evidence.top_page])
+    reference = PageFacts()
     seen: set[tuple[str, int]] = set()
-    reference_lines: list[str] = []
     for p in result.passages:
         key = (p.page.url, p.page.version)
         if key not in seen:
             seen.add(key)
-            reference_lines.extend(p.page.lines)
+            reference = reference | page_facts(p.page)
     return MeasureInputs(
         unicodedata.normalize("NFKC", question), float(result.top_score),
         [float(c.score) for c in result.candidates[:5]],
-        cleared_threshold(result, retriever.settings) if cleared is None else cleared,
-        evidence, coverage, PageFacts.of(top_lines), PageFacts.of(reference_lines),
+        (result.governed if result.cleared is not None else cleared_threshold(result, retriever.settings))
+        if cleared is None else cleared,
+        evidence, coverage, top, reference,
     )
+
+
+_FACTS: dict[tuple[str, int, str], PageFacts] = {}
+_FACTS_LOCK = threading.Lock()
+FACTS_CACHE = 8192  # pages whose facts are kept (a page version's never change)
+
+
+def page_facts(page: PageVersion) -> PageFacts:
+    """What a stored page version's lines give (figure kinds, odds), read once per version."""
+    key = (page.url, page.version, page.content_hash)
+    with _FACTS_LOCK:
+        found = _FACTS.get(key)
+    if found is None:
+        found = PageFacts.of((page.title, *page.lines))
+        with _FACTS_LOCK:
+            if len(_FACTS) >= FACTS_CACHE:
+                _FACTS.clear()
+            _FACTS[key] = found
+    return found
 
 
 @dataclass

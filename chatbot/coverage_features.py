@@ -124,6 +124,9 @@ class PageFacts:
     gives: frozenset[str] = frozenset()
     odds: bool = False
 
+    def __or__(self, other: "PageFacts") -> "PageFacts":
+        return PageFacts(self.gives | other.gives, self.odds or other.odds)
+
     @classmethod
     def of(cls, lines: Iterable[str]) -> "PageFacts":
         kinds: set[str] = set()

@@ -8,9 +8,10 @@ answer shows a gold string, whether the right page ranks first. The decision the
 chooses which of those answers are shown, so any decision rule is scored exactly from
 the records (eval.coverage_train), as the refusal curves of eval.patient are.
 
-The answer is built from the reference as the product builds it: the passages over the
-retrieval threshold when there are any, else those over the floor (`reference="threshold"`),
-or always those over the floor (`reference="floor"`).
+The features are measured on the retrieval the product answers from (the passages over
+the threshold when there are any, else those over settings.reference_floor), and so is
+the answer (`threshold`); `floor` is the answer from every passage over `floor`, for
+comparison.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
     """One record per question of the site (see the module docstring)."""
     from guiderag import retrieval
     from guiderag.chatbot.answer_type import missing_figure
-    from guiderag.chatbot.coverage import cleared_threshold, measure_inputs
+    from guiderag.chatbot.coverage import measure_inputs
     from guiderag.chatbot.extract import extract, line_coverage
     from guiderag.retrieval.evidence import guideline_form
     from guiderag.retrieval.pipeline_ours import OursRetriever
@@ -49,17 +50,16 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
     t0 = time.perf_counter()
     for item in site.questions:
         q = item.question
-        at_threshold = base.search(q.question, None)
+        at_threshold = base.search(q.question, None)  # the reference the product answers from
         floor_result = low.search(q.question, None)
         started = time.perf_counter()
-        inputs = measure_inputs(q.question, floor_result, low, analyze,
-                                cleared=cleared_threshold(floor_result, settings))
+        inputs = measure_inputs(q.question, at_threshold, base, analyze)
         measured = inputs.measure()
         measure_ms = (time.perf_counter() - started) * 1000.0
         slots = base.query_slots(q.question, at_threshold.keywords)
         # today's decision, for checking the records against the devbench tables
         legacy = False
-        if at_threshold.passages:
+        if at_threshold.governed:
             cov = max(line_coverage(q.question, at_threshold.passages, analyze, slots=s) for s in slots) if slots else 1.0
             pages = {(p.page.url, p.page.version): p.page for p in at_threshold.passages}
             figure = settings.require_asked_figure and missing_figure(
@@ -74,8 +74,7 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
             "legacy_answered": legacy,
             "inputs": _jsonable(dataclasses.asdict(inputs)),
         }
-        for label, result in (("threshold", at_threshold if at_threshold.passages else floor_result),
-                              ("floor", floor_result)):
+        for label, result in (("threshold", at_threshold), ("floor", floor_result)):
             text, _ = extract(q.question, result.keywords, result.passages, settings.answer_chars, analyze,
                               base.idf,
                               slots=(base.query_slots(q.question, result.keywords) or [None])[-1])

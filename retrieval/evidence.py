@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import unicodedata
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -67,28 +68,44 @@ class QueryEvidence:
         return sum(s.mass for s in self.slots)
 
 
-class _TitleCache:
-    """Analyzed page titles, per retriever (titles are short; a page's is read once)."""
+class _IndexCache:
+    """What evidence reads of one loaded index, computed once: each page's row by URL, its
+    number of distinct terms, its analysed title."""
 
-    def __init__(self) -> None:
+    def __init__(self, retriever: OursRetriever) -> None:
         self.lock = threading.Lock()
-        self.terms: dict[int, frozenset[str]] = {}
+        self.rows = {p.url: i for i, p in enumerate(retriever.pages)}
+        self.lengths = np.bincount(retriever.data.pages_terms.indices, minlength=retriever.data.n_pages)
+        self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
+        self.titles: dict[int, frozenset[str]] = {}
 
 
-_TITLES: "dict[int, _TitleCache]" = {}
-_TITLES_LOCK = threading.Lock()
+_CACHES: dict[int, tuple[weakref.ref, _IndexCache]] = {}
+_CACHES_LOCK = threading.Lock()
 
 
-def _title_terms(retriever: OursRetriever, row: int) -> frozenset[str]:
-    with _TITLES_LOCK:
-        cache = _TITLES.setdefault(id(retriever.data), _TitleCache())
+def _cache(retriever: OursRetriever) -> _IndexCache:
+    """The cache of the retriever's index (keyed by the index object, dropped with it)."""
+    key = id(retriever.data)
+    with _CACHES_LOCK:
+        held = _CACHES.get(key)
+        if held is not None and held[0]() is retriever.data:
+            return held[1]
+        for k in [k for k, (ref, _) in _CACHES.items() if ref() is None]:
+            del _CACHES[k]
+        cache = _IndexCache(retriever)
+        _CACHES[key] = (weakref.ref(retriever.data), cache)
+        return cache
+
+
+def _title_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> frozenset[str]:
     with cache.lock:
-        found = cache.terms.get(row)
+        found = cache.titles.get(row)
     if found is None:
         title = unicodedata.normalize("NFKC", retriever.pages[row].title)
         found = frozenset(t.text for t in retriever.analyzer.terms(title))
         with cache.lock:
-            cache.terms[row] = found
+            cache.titles[row] = found
     return found
 
 
@@ -102,10 +119,9 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
     """The SlotFacts of the question's own query against the corpus and the best page."""
     data = retriever.data
     vocab = data.term_vocab
-    top_row: int | None = None
-    if result.candidates:
-        top_row = _row_of(retriever, result.candidates[0].url)
-    title_terms: frozenset[str] = _title_terms(retriever, top_row) if top_row is not None else frozenset()
+    cache = _cache(retriever)
+    top_row: int | None = cache.rows.get(result.candidates[0].url) if result.candidates else None
+    title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
     query, _ = retriever.query(question, ())
     facts: list[SlotFact] = []
     for slot in query.slots:
@@ -136,39 +152,15 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
             adverbial=not alts and _adverbial(slot.surface or slot.term),
         ))
     qa = bool(top_row is not None and retriever._qa_pages[top_row])
-    lengths = _page_lengths(retriever)
     return QueryEvidence(tuple(facts), data.n_pages, top_row, qa,
                          retriever.pages[top_row].title if top_row is not None else "",
-                         int(lengths[top_row]) if top_row is not None else 0,
-                         float(lengths.mean()) if len(lengths) else 0.0)
+                         int(cache.lengths[top_row]) if top_row is not None else 0, cache.mean_length)
 
 
 def _adverbial(surface: str) -> bool:
     """A word MeCab reads as one adverb-like noun (先月, 来週, 途中, 最近)."""
     tokens = tokenize(surface)
     return len(tokens) == 1 and tokens[0].kind == ADVERBIAL
-
-
-def _page_lengths(retriever: OursRetriever) -> np.ndarray:
-    """Distinct terms of each page (cached on the retriever)."""
-    lengths = getattr(retriever, "_coverage_lengths", None)
-    if lengths is None:
-        lengths = np.bincount(retriever.data.pages_terms.indices, minlength=retriever.data.n_pages)
-        retriever._coverage_lengths = lengths  # type: ignore[attr-defined]
-    return lengths
-
-
-def _row_of(retriever: OursRetriever, url: str) -> int | None:
-    rows = getattr(retriever, "_coverage_rows", None)
-    if rows is None:
-        rows = {p.url: i for i, p in enumerate(retriever.pages)}
-        retriever._coverage_rows = rows  # type: ignore[attr-defined]
-    return rows.get(url)
-
-
-def page_scores(result: RetrievalResult) -> Sequence[float]:
-    """The candidate pages' scores, best first."""
-    return [float(c.score) for c in result.candidates]
 
 
 # A guideline whose pages mostly each answer one question (titles that ask) is a Q&A

@@ -95,6 +95,17 @@ MIGRATIONS: tuple[Migration, ...] = (
                    MIN(p.first_seen)
             FROM pages p HAVING COUNT(*) > 0""",
     )),
+    # Issue 20 (STATUS.md reserves the number 5 for it; numbered here after the migrations
+    # this branch has, the lead renumbers at merge): a guideline's own coverage decision.
+    Migration(3, "coverage calibrations: a guideline's coverage decision fitted to its own questions", (
+        """CREATE TABLE coverage_calibrations (
+            guideline_id   TEXT PRIMARY KEY,
+            corpus_version TEXT NOT NULL,   -- the corpus version it was fitted on
+            fitted_at      TEXT NOT NULL,
+            model          TEXT NOT NULL,   -- JSON: the coverage model, its operating point included
+            summary        TEXT NOT NULL    -- JSON: the question set, what was refitted, the curve
+        )""",
+    )),
 )
 LATEST = MIGRATIONS[-1].version
 

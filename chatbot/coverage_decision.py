@@ -1,0 +1,92 @@
+"""The coverage decision: does this guideline govern the question? P(governed), refused below the operating point.
+
+One `CoverageDecision` per guideline: the model of its form (a Q&A guidebook or articles:
+retrieval.evidence.guideline_form) shipped in data/coverage_model.json, or the guideline's
+own calibration (`guiderag calibrate`, stored in the store: store.calibration), which every
+process reads when it opens the decision for a guideline. `judge(question, result)`
+measures the retrieval (chatbot.coverage) and returns a CoverageVerdict: covered or not,
+P, the operating point, the reasons (chatbot.coverage_reasons), where the model came from.
+
+Safety is unchanged: the decision only chooses between the verbatim answer retrieval and
+extract would give and the refusal; it adds no text. Model keywords may only add
+evidence (chatbot.bot asks the decision with and without them).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from guiderag.retrieval.evidence import guideline_form
+
+from . import coverage_model as cm
+from .coverage import measure_result
+from .coverage_reasons import explain
+
+if TYPE_CHECKING:
+    from guiderag.retrieval.pipeline_ours import OursRetriever
+    from guiderag.retrieval.result import RetrievalResult
+    from guiderag.store import Store
+
+Analyze = Callable[[str], Sequence[str]]
+SHIPPED, CALIBRATED = "shipped", "calibrated"
+
+
+@dataclass(frozen=True)
+class CoverageVerdict:
+    """The coverage model's decision on one question."""
+
+    covered: bool
+    probability: float
+    operating_point: float
+    reasons: tuple[str, ...]
+    source: str  # SHIPPED or CALIBRATED
+    form: str
+    features: dict[str, float] = field(default_factory=dict)
+    ms: float = 0.0  # what measuring and deciding took
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer's retrieval.coverage_model block (the probability and reasons are top-level fields)."""
+        return {"source": self.source, "form": self.form, "operating_point": round(self.operating_point, 4),
+                "probability": round(self.probability, 4),
+                "features": {k: round(v, 4) for k, v in self.features.items()}, "ms": round(self.ms, 3)}
+
+
+class CoverageDecision:
+    """The coverage model of one guideline and how to apply it."""
+
+    def __init__(self, model: cm.CoverageModel, *, source: str = SHIPPED, form: str = cm.QA,
+                 corpus_version: str = "") -> None:
+        self.model = model
+        self.source = source
+        self.form = form
+        self.corpus_version = corpus_version  # the calibration's (empty for the shipped model)
+
+    @classmethod
+    def for_retriever(cls, retriever: OursRetriever, store: Store | None = None) -> CoverageDecision:
+        """The guideline's calibration when the store holds one, else the shipped model of its form."""
+        form = guideline_form(retriever)
+        if store is not None:
+            from guiderag.store import calibration
+
+            cal = calibration.load(store, retriever.guideline)
+            if cal is not None:
+                return cls(cm.CoverageModel.from_json(cal.model, f"the calibration of {retriever.guideline}"),
+                           source=CALIBRATED, form=str(cal.model.get("meta", {}).get("form", form)),
+                           corpus_version=cal.corpus_version)
+        return cls(cm.shipped().for_form(form), source=SHIPPED, form=form)
+
+    def judge(self, question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze) -> CoverageVerdict:
+        """Measure the retrieval, weigh it, explain it."""
+        started = time.perf_counter()
+        if not result.passages:  # nothing shares a word with the question: nothing to weigh
+            return CoverageVerdict(False, 0.0, self.model.operating_point,
+                                   ("質問の語がガイドラインのどこにも出てこない",), self.source, self.form,
+                                   ms=(time.perf_counter() - started) * 1000.0)
+        measured = measure_result(question, result, retriever, analyze)
+        p = self.model.probability(measured.values)
+        covered = p >= self.model.operating_point
+        reasons = explain(self.model.contributions(measured.values), measured, covered)
+        used = {n: measured.values.get(n, 0.0) for n in self.model.features}
+        return CoverageVerdict(covered, p, self.model.operating_point, tuple(reasons), self.source, self.form,
+                               used, (time.perf_counter() - started) * 1000.0)
