@@ -102,10 +102,15 @@ class Gap:
     count: int
     first_asked: str
     last_asked: str
+    # the coverage decision of its last asking (chatbot.coverage_decision): P and why
+    coverage_probability: float | None = None
+    coverage_reasons: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"question": self.question, "count": self.count,
-                "first_asked": self.first_asked, "last_asked": self.last_asked}
+                "first_asked": self.first_asked, "last_asked": self.last_asked,
+                "coverage_probability": self.coverage_probability,
+                "coverage_reasons": list(self.coverage_reasons)}
 
 
 class AuditLog:
@@ -274,11 +279,30 @@ class AuditLog:
             if not self._prepare(create=False):
                 return []
             cur = self.conn.execute(
-                "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at) FROM audit "
+                "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at), MAX(id) FROM audit "
                 "WHERE coverage = ? GROUP BY question_norm ORDER BY COUNT(*) DESC, MAX(asked_at) DESC",
                 (NOT_GOVERNED,),
             )
-            return [Gap(q, int(c), first, last) for q, c, first, last in cur.fetchall()]
+            groups = cur.fetchall()
+            decided = self._decisions([int(g[4]) for g in groups])
+        return [Gap(q, int(c), first, last, *decided.get(int(last_id), (None, ())))
+                for q, c, first, last, last_id in groups]
+
+    def _decisions(self, ids: list[int]) -> dict[int, tuple[float | None, tuple[str, ...]]]:
+        """The coverage probability and reasons recorded in those rows' answer JSON."""
+        out: dict[int, tuple[float | None, tuple[str, ...]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            for rid, raw in self.conn.execute(f"SELECT id, answer_json FROM audit WHERE id IN ({marks})", chunk):
+                try:
+                    data = json.loads(raw) if raw else {}
+                except ValueError:
+                    data = {}
+                p = data.get("coverage_probability")
+                out[int(rid)] = (float(p) if isinstance(p, (int, float)) else None,
+                                 tuple(str(r) for r in data.get("coverage_reasons") or ()))
+        return out
 
     # -- export -----------------------------------------------------------------------
     def export_xlsx(self, path: Path | str) -> int:
@@ -301,8 +325,9 @@ class AuditLog:
         ws.title = "audit"
         _write_sheet(ws, COLUMNS, [[r[c] for c in COLUMNS] for r in rows], ILLEGAL_CHARACTERS_RE)
         gs = wb.create_sheet("gaps")
-        _write_sheet(gs, ["question", "count", "first_asked", "last_asked"],
-                     [[g.question, g.count, g.first_asked, g.last_asked] for g in self.gaps()],
+        _write_sheet(gs, ["question", "count", "first_asked", "last_asked", "coverage_probability", "coverage_reasons"],
+                     [[g.question, g.count, g.first_asked, g.last_asked, g.coverage_probability,
+                       "\n".join(g.coverage_reasons)] for g in self.gaps()],
                      ILLEGAL_CHARACTERS_RE)
         try:
             save_workbook_atomic(wb, path)

@@ -32,10 +32,10 @@ from __future__ import annotations
 import functools
 import re
 import time
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from guiderag.errors import GuideragError, InputError, ModelBusyError, ModelError, ModelReplyError, StoreError
-from guiderag.settings import EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.settings import COVERAGE_MODEL, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, OURS, PROTOCOL, Settings
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
@@ -47,6 +47,7 @@ from .answer import (
 )
 from .answer_type import missing_figure
 from .audit import AuditLog
+from .coverage_decision import CoverageDecision, CoverageVerdict
 from .extract import extract, line_coverage
 from .lines import LINES_SYSTEM_PROMPT, judge_reply, lines_stop, lines_user_message, number_reference, ranked_picks
 from .llm import Completion, LLMClient, Progress
@@ -55,6 +56,7 @@ from .shown import Pick, layout, render
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
+    from guiderag.retrieval.pipeline_ours import OursRetriever
 
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
@@ -88,6 +90,7 @@ class Chatbot:
         self.store = store or Store(settings.store, create=False)
         self.audit = AuditLog(self.store.conn)
         self._analyzer: Callable[[str], list[str]] | None = None
+        self._decision: CoverageDecision | None = None
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
@@ -108,6 +111,27 @@ class Chatbot:
 
             self._retriever = load_retriever(self.settings)
         return self._retriever
+
+    def _model_decides(self, result: RetrievalResult) -> bool:
+        """Whether the coverage model decides (settings.coverage_decision; the ours pipeline)."""
+        return self.settings.coverage_decision == COVERAGE_MODEL and result.pipeline == OURS
+
+    def decision(self) -> CoverageDecision:
+        """The coverage model of this guideline: its calibration when the store holds one
+        (read when this Chatbot first decides: a new calibration reaches the next ask), else
+        the shipped model of its form."""
+        if self._decision is None:
+            self._decision = CoverageDecision.for_retriever(self._ours(), self.store)
+        return self._decision
+
+    def _ours(self) -> OursRetriever:
+        """The retriever, as the ours pipeline's (what the coverage model measures: only its
+        results are decided by the model, _model_decides)."""
+        return cast("OursRetriever", self.retriever)
+
+    def _judge(self, question: str, result: RetrievalResult) -> CoverageVerdict:
+        cut = self.settings.coverage_operating_point
+        return self.decision().judge(question, result, self._ours(), self._analyze(), None if cut < 0 else cut)
 
     def _analyze(self) -> Callable[[str], list[str]]:
         """The retriever's analyzer, cached (the same reference lines recur)."""
@@ -152,6 +176,12 @@ class Chatbot:
             self._record_error(text, exc, mode, state, started)
             raise
         answer.notes = list(cleaned.notes) + answer.notes
+        verdict = state.get("verdict")
+        if verdict is not None:
+            answer.coverage_probability = round(verdict.probability, 4)
+            answer.coverage_reasons = list(verdict.reasons)
+        elif answer.coverage_reasons == [] and not answer.governed:
+            answer.coverage_reasons = [_rule_reason(answer.retrieval)]
         answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = state["result"]
         answer.model_use = state["model_use"]
@@ -169,15 +199,25 @@ class Chatbot:
         result = self._search(question, keywords, state)
         state["result"] = result
         state["keywords"] = list(result.keywords)
-        if not result.governed:
+        if self._model_decides(result):
+            verdict = state.get("verdict") or self._judge(question, result)
+            state["verdict"] = verdict
+            rjson = self._retrieval_json(result)
+            rjson["coverage_model"] = verdict.to_json()
+            if not verdict.covered:
+                self._not_asked(state, mode, f"the coverage model refused it (P(governed) {verdict.probability:.3f} "
+                                f"below {verdict.operating_point:.3f})")
+                return self._refusal(question, mode, result, rjson)
+        elif not result.governed:
             self._not_asked(state, mode, "nothing in the guideline cleared the retrieval threshold")
             return self._refusal(question, mode, result, self._retrieval_json(result))
-        covered, rjson = self._gate(question, result)
-        if not covered:
-            self._not_asked(state, mode, "the question asks for a figure no reference line gives"
-                            if "asked_figure_missing" in rjson else
-                            "no reference line speaks to enough of the question (evidence gate)")
-            return self._refusal(question, mode, result, rjson)
+        else:
+            covered, rjson = self._gate(question, result)
+            if not covered:
+                self._not_asked(state, mode, "the question asks for a figure no reference line gives"
+                                if "asked_figure_missing" in rjson else
+                                "no reference line speaks to enough of the question (evidence gate)")
+                return self._refusal(question, mode, result, rjson)
         if mode == EXTRACT:
             return self._extract(question, result, rjson)
         if mode == LINES:
@@ -265,10 +305,11 @@ class Chatbot:
         the question refused (threshold or evidence gate) but its own words would not, the
         question's own keywords are used. The protocol pipeline stays as published."""
         result: RetrievalResult = self.retriever.search(question, keywords)
-        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result):
+        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, state):
             return result
         own: RetrievalResult = self.retriever.search(question, None)
-        if not self._passes(question, own):
+        if not self._passes(question, own, state):
+            state.pop("verdict", None)  # neither passes: the model's keywords' result is answered
             return result
         self._use(state, "keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
             f"the model's keywords left the question below the threshold or the evidence gate "
@@ -276,8 +317,14 @@ class Chatbot:
             f"used {list(own.keywords)}"))
         return own
 
-    def _passes(self, question: str, result: RetrievalResult) -> bool:
-        """Whether a retrieval would be answered: over the threshold and through the gate."""
+    def _passes(self, question: str, result: RetrievalResult, state: dict[str, Any] | None = None) -> bool:
+        """Whether a retrieval would be answered: the coverage model's verdict (kept in
+        `state` for the answer), else over the threshold and through the gate."""
+        if self._model_decides(result):
+            verdict = self._judge(question, result)
+            if state is not None:
+                state["verdict"] = verdict
+            return verdict.covered
         if not result.governed:
             return False
         coverage = self._evidence(question, result)
@@ -444,7 +491,7 @@ class Chatbot:
             result = self.retriever.search(question, None)
             state["result"] = result
             state["keywords"] = list(result.keywords)
-        answer = self._offline(question, result, note)
+        answer = self._offline(question, result, note, state)
         shown = "extract" if answer.governed else "refusal"
         if failure == "reply":
             self._use(state, "answer", FELL_BACK, failure="reply", code=getattr(exc, "code", "unusable"),
@@ -453,7 +500,16 @@ class Chatbot:
             self._use_failed(state, exc, FELL_BACK, mode, shown)
         return answer
 
-    def _offline(self, question: str, result: RetrievalResult, note: str) -> Answer:
+    def _offline(self, question: str, result: RetrievalResult, note: str, state: dict[str, Any] | None = None) -> Answer:
+        if self._model_decides(result):
+            verdict = (state or {}).get("verdict") or self._judge(question, result)
+            if state is not None:
+                state["verdict"] = verdict
+            rjson = self._retrieval_json(result)
+            rjson["coverage_model"] = verdict.to_json()
+            if not verdict.covered:
+                return self._refusal(question, EXTRACT, result, rjson, error=note)
+            return self._extract(question, result, rjson, error=note)
         if not result.governed:
             return self._refusal(question, EXTRACT, result, error=note)
         covered, rjson = self._gate(question, result)
@@ -509,6 +565,15 @@ def _lines_read(count: int) -> Callable[[str], str | None]:
         return None
 
     return check
+
+
+def _rule_reason(retrieval: dict[str, Any]) -> str:
+    """Why the rules before the coverage model (settings.coverage_decision = rules) refused."""
+    if retrieval.get("asked_figure_missing"):
+        return "質問が尋ねている数字（時期・期間・頻度・金額）が、ガイドラインの該当箇所にない"
+    if "line_coverage" in retrieval:
+        return "質問の語を十分に含む行が、ガイドラインにない"
+    return "質問の語を十分に含む箇所が、ガイドラインにない（検索のしきい値に届かない）"
 
 
 def _printable(raw: object) -> str:

@@ -42,17 +42,23 @@ def cleared_threshold(result: RetrievalResult, settings: Settings) -> bool:
 
 
 def measure_result(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-                   *, cleared: bool | None = None) -> Measured:
-    """The coverage features of `result` (the ours pipeline) for `question`."""
-    return measure_inputs(question, result, retriever, analyze, cleared=cleared).measure()
+                   *, cleared: bool | None = None, keywords: Sequence[str] = ()) -> Measured:
+    """The coverage features of `result` (the ours pipeline) for `question` (with the
+    keywords' known terms added to the query, when given)."""
+    return measure_inputs(question, result, retriever, analyze, cleared=cleared, keywords=keywords).measure()
+
+
+def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str]) -> bool:
+    """Whether the keywords add terms the corpus knows to the question's query."""
+    return bool(keywords) and retriever.query(question, keywords)[1] is not None
 
 
 def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-                   *, cleared: bool | None = None) -> MeasureInputs:
+                   *, cleared: bool | None = None, keywords: Sequence[str] = ()) -> MeasureInputs:
     """What the features of `result` are computed from (see MeasureInputs)."""
-    evidence = query_evidence(retriever, question, result)
-    slots = retriever.query_slots(question, ())
-    coverage = line_coverage(question, result.passages, analyze, slots=slots[0]) if slots and result.passages else 0.0
+    evidence = query_evidence(retriever, question, result, keywords)
+    slots = retriever.query_slots(question, keywords)
+    coverage = line_coverage(question, result.passages, analyze, slots=slots[-1]) if slots and result.passages else 0.0
     top = PageFacts()
     if evidence.top_page is not None:
         top = page_facts(retriever.pages[evidence.top_page])

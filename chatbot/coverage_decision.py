@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from guiderag.retrieval.evidence import guideline_form
 
 from . import coverage_model as cm
-from .coverage import measure_result
-from .coverage_reasons import explain
+from .coverage import adds_terms, measure_result
+from .coverage_reasons import explain, unknown_words
 
 if TYPE_CHECKING:
     from guiderag.retrieval.pipeline_ours import OursRetriever
@@ -44,10 +44,13 @@ class CoverageVerdict:
     form: str
     features: dict[str, float] = field(default_factory=dict)
     ms: float = 0.0  # what measuring and deciding took
+    model_operating_point: float | None = None  # the model's own, when another was applied
 
     def to_json(self) -> dict[str, Any]:
         """The answer's retrieval.coverage_model block (the probability and reasons are top-level fields)."""
+        own = self.operating_point if self.model_operating_point is None else self.model_operating_point
         return {"source": self.source, "form": self.form, "operating_point": round(self.operating_point, 4),
+                "model_operating_point": round(own, 4),
                 "probability": round(self.probability, 4),
                 "features": {k: round(v, 4) for k, v in self.features.items()}, "ms": round(self.ms, 3)}
 
@@ -76,17 +79,28 @@ class CoverageDecision:
                            corpus_version=cal.corpus_version)
         return cls(cm.shipped().for_form(form), source=SHIPPED, form=form)
 
-    def judge(self, question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze) -> CoverageVerdict:
-        """Measure the retrieval, weigh it, explain it."""
+    def judge(self, question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
+              operating_point: float | None = None) -> CoverageVerdict:
+        """Measure the retrieval, weigh it, explain it; refused below the model's operating
+        point, or `operating_point` when given (an evaluation sweep)."""
         started = time.perf_counter()
-        if not result.passages:  # nothing shares a word with the question: nothing to weigh
-            return CoverageVerdict(False, 0.0, self.model.operating_point,
-                                   ("質問の語がガイドラインのどこにも出てこない",), self.source, self.form,
-                                   ms=(time.perf_counter() - started) * 1000.0)
+        cut = self.model.operating_point if operating_point is None else operating_point
+        own = None if operating_point is None else self.model.operating_point
         measured = measure_result(question, result, retriever, analyze)
+        if result.passages and adds_terms(retriever, question, result.keywords):
+            # a model's keywords may only add evidence: the better of without and with them
+            with_keywords = measure_result(question, result, retriever, analyze, keywords=result.keywords)
+            if self.model.probability(with_keywords.values) > self.model.probability(measured.values):
+                measured = with_keywords
+        if not result.passages:  # nothing shares a word with the question: nothing to weigh
+            named = unknown_words(measured)
+            reason = (f"質問の{'、'.join(f'『{w}』' for w in named)}はこのガイドラインに一度も出てこない" if named
+                      else "質問の語がガイドラインのどこにも出てこない")
+            return CoverageVerdict(False, 0.0, cut, (reason,), self.source, self.form,
+                                   ms=(time.perf_counter() - started) * 1000.0, model_operating_point=own)
         p = self.model.probability(measured.values)
-        covered = p >= self.model.operating_point
+        covered = p >= cut
         reasons = explain(self.model.contributions(measured.values), measured, covered)
         used = {n: measured.values.get(n, 0.0) for n in self.model.features}
-        return CoverageVerdict(covered, p, self.model.operating_point, tuple(reasons), self.source, self.form,
-                               used, (time.perf_counter() - started) * 1000.0)
+        return CoverageVerdict(covered, p, cut, tuple(reasons), self.source, self.form,
+                               used, (time.perf_counter() - started) * 1000.0, own)

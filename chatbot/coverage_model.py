@@ -75,11 +75,13 @@ class CoverageModel:
         return {
             "format": FORMAT,
             "features": list(self.features),
-            "mean": [round(x, 6) for x in self.mean],
-            "scale": [round(x, 6) for x in self.scale],
-            "coef": [round(x, 6) for x in self.coef],
-            "intercept": round(self.intercept, 6),
-            "operating_point": round(self.operating_point, 6),
+            # exact (a float's JSON text reads back as the same float): a rounded cut could
+            # answer the out-of-scope question it was set just above
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "coef": list(self.coef),
+            "intercept": self.intercept,
+            "operating_point": self.operating_point,
             "target_refusal": self.target_refusal,
             "meta": self.meta,
         }

@@ -18,7 +18,18 @@ _FIGURE = {"when": "時期", "how long": "期間", "how often": "頻度", "how m
 
 
 def _quote(words: Sequence[str]) -> str:
-    return "、".join(f"『{w}』" for w in dict.fromkeys(words))
+    return "、".join(f"『{w}』" for w in _outer(words))
+
+
+def _outer(words: Sequence[str]) -> list[str]:
+    """The words, each once, without those inside another (白血 of 白血病: a part the analyzer also read)."""
+    unique = list(dict.fromkeys(w for w in words if w))
+    return [w for w in unique if not any(w != o and w in o for o in unique)]
+
+
+def unknown_words(m: Measured) -> list[str]:
+    """The question's words the guideline never uses (specific ones first), each once."""
+    return _outer([*m.unknown_specific, *m.unknown_partial, *m.unknown_common])
 
 
 def _pct(x: float) -> str:
@@ -30,6 +41,7 @@ def _title(m: Measured) -> str:
 
 
 def _unknown(words: Sequence[str], partial: bool) -> str:
+    words = _outer(words)
     named = [w for w in words if word_kind(w) in (DISEASE, DRUG)]
     kind = "（病名）" if named and all(word_kind(w) == DISEASE for w in named) else "（薬の名前）" if named else ""
     tail = "という言い方はこのガイドラインにない" if partial and not named else "はこのガイドラインに一度も出てこない"
@@ -49,7 +61,9 @@ _SAY: dict[str, tuple[Say, Say]] = {
     "margin": (lambda m: f"{_title(m)}がほかのページより際立って質問に近い",
                lambda m: "質問に近いページが一つに絞れない"),
     "known_mass": (lambda m: "質問の語はほぼすべてガイドラインに出てくる",
-                   lambda m: f"質問の語の{_pct(1 - m.values['known_mass'])}はこのガイドラインに出てこない"),
+                   lambda m: (f"質問の{_quote(unknown_words(m))}はこのガイドラインに一度も出てこない"
+                              f"（質問の重みの{_pct(1 - m.values['known_mass'])}）") if unknown_words(m) else
+                   f"質問の語の{_pct(1 - m.values['known_mass'])}はこのガイドラインに出てこない"),
     "expansion_mass": (lambda m: "患者さんの言葉が、言い換え（患者さんの言葉の表・同義語）を通してガイドラインの語に結びついた",
                        lambda m: "ガイドラインの語とは、言い換えを通してしか結びつかない"),
     "unknown_specific": (lambda m: None, lambda m: _unknown(m.unknown_specific, False) if m.unknown_specific else None),

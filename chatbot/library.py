@@ -129,6 +129,9 @@ class Library:
         by that guideline's own evidence gate."""
         judge = self._judge(gid)
         result = judge.retriever.search(question, None)
+        if judge._model_decides(result):  # the coverage model decides, as it does for the answer
+            verdict = judge._judge(question, result)
+            return rt.Evidence(gid, float(result.top_score), None, verdict.covered, verdict.probability)
         coverage = judge._evidence(question, result) if result.governed else None
         gate = self.settings.min_line_coverage
         governed = result.governed and (coverage is None or coverage >= gate)

@@ -24,7 +24,9 @@ from typing import Any, Iterable
 
 from guiderag.settings import Settings
 
-from .coverage_sites import Site
+from guiderag.errors import InputError
+
+from .coverage_sites import Labelled, Site
 from .metrics import contains_any, same_page
 
 # Passages down to this score form the reference the coverage model measures.
@@ -34,21 +36,32 @@ FLOOR = 0.01
 def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[str, Any]]:
     """One record per question of the site (see the module docstring)."""
     from guiderag import retrieval
+
+    t0 = time.perf_counter()
+    records = collect_questions(retrieval.load_retriever(site.settings), site.questions, site.settings, site.name,
+                                floor=floor)
+    if log:
+        log(f"coverage records: {site.name}: {len(records)} questions in {time.perf_counter() - t0:.1f} s")
+    return records
+
+
+def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settings, site_name: str, *,
+                      floor: float = FLOOR, progress: Any = None) -> list[dict[str, Any]]:
+    """One record per labelled question against one guideline's retriever (`base`, the
+    ours pipeline): its features, today's decision, and the answer it would get."""
     from guiderag.chatbot.answer_type import missing_figure
     from guiderag.chatbot.coverage import measure_inputs
     from guiderag.chatbot.extract import extract, line_coverage
     from guiderag.retrieval.evidence import guideline_form
     from guiderag.retrieval.pipeline_ours import OursRetriever
 
-    settings = site.settings
-    base = retrieval.load_retriever(settings)
-    assert isinstance(base, OursRetriever)
+    if not isinstance(base, OursRetriever):
+        raise InputError("the coverage decision needs the ours pipeline (GUIDERAG_PIPELINE=ours)")
     low = OursRetriever(settings.replace(threshold=floor), base.pages, base.data, base.analyzer, guideline=base.guideline)
     analyze = functools.lru_cache(maxsize=65536)(base.analyze)
     form = guideline_form(base)
     records: list[dict[str, Any]] = []
-    t0 = time.perf_counter()
-    for item in site.questions:
+    for item in questions:
         q = item.question
         at_threshold = base.search(q.question, None)  # the reference the product answers from
         floor_result = low.search(q.question, None)
@@ -66,7 +79,7 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
                 q.question, [line for page in pages.values() for line in page.lines])
             legacy = cov >= settings.min_line_coverage and not figure
         record: dict[str, Any] = {
-            "site": site.name, "form": form, "id": q.id, "question": q.question, "in_scope": item.in_scope,
+            "site": site_name, "form": form, "id": q.id, "question": q.question, "in_scope": item.in_scope,
             "category": item.category, "features": measured.values, "measure_ms": round(measure_ms, 3),
             "words": {"unknown_specific": measured.unknown_specific, "unknown_common": measured.unknown_common,
                       "unknown_named": measured.unknown_named, "rare_diseases": measured.rare_diseases,
@@ -75,9 +88,9 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
             "inputs": _jsonable(dataclasses.asdict(inputs)),
         }
         for label, result in (("threshold", at_threshold), ("floor", floor_result)):
+            slots_of = base.query_slots(q.question, result.keywords)
             text, _ = extract(q.question, result.keywords, result.passages, settings.answer_chars, analyze,
-                              base.idf,
-                              slots=(base.query_slots(q.question, result.keywords) or [None])[-1])
+                              base.idf, slots=slots_of[-1] if slots_of else None)
             top = result.candidates[0].url if result.candidates else None
             record[label] = {
                 "gold": bool(text) and bool(q.golds) and contains_any(text, q.golds),
@@ -85,8 +98,8 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
                 "shown": bool(text),
             }
         records.append(record)
-    if log:
-        log(f"coverage records: {site.name}: {len(records)} questions in {time.perf_counter() - t0:.1f} s")
+        if progress is not None:
+            progress(1)
     return records
 
 

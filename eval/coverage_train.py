@@ -82,9 +82,7 @@ def fit(records: Sequence[Mapping[str, Any]], names: Sequence[str], *, C: float 
     scale = X.std(axis=0)
     scale[scale < 1e-9] = 1.0
     Z = (X - mean) / scale
-    import os
-    penalty = os.environ.get("GUIDERAG_COVERAGE_PENALTY", "l2")
-    lr = LogisticRegression(C=C, max_iter=5000, penalty=penalty, solver="liblinear" if penalty == "l1" else "lbfgs")
+    lr = LogisticRegression(C=C, max_iter=5000)
     lr.fit(Z, y, sample_weight=w)
     return CoverageModel(tuple(names), tuple(float(x) for x in mean), tuple(float(x) for x in scale),
                          tuple(float(x) for x in lr.coef_[0]), float(lr.intercept_[0]), 0.5, 0.95, dict(meta or {}))
@@ -134,7 +132,7 @@ class Score:
     refused: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "answered": round(self.answered, 4), "gold": round(self.gold, 4),
+        return {"n": self.n, "in_scope": self.in_scope, "answered": round(self.answered, 4), "gold": round(self.gold, 4),
                 "refused": round(self.refused, 4)}
 
 

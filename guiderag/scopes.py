@@ -190,8 +190,8 @@ class RetrievalConfig:
     # whether the guideline governs them); the reference of such a question is the passages
     # over this floor. 0.01 keeps every passage sharing a word with the question.
     reference_floor: float = setting(
-        0.01, "when no passage clears the threshold, the passages scoring at least this form the reference the "
-        "coverage decision weighs (0: none, the question is refused at once)", check=between(0, 1))
+        0.01, "none clearing the threshold, the passages scoring at least this are the reference the coverage "
+        "model weighs (0: none, a refusal at once)", check=between(0, 1))
     max_candidates: int = setting(100, "at most this many candidate pages listed in an answer's retrieval "
                                   "(the best ones; the total is kept)", check=at_least(1))
     index_workers: int = setting(2, "processes analysing a large corpus when building an index (0 or 1: this "
@@ -213,9 +213,14 @@ class AnswerConfig:
     # `guiderag calibrate`) decides; "rules" is the decision before it: the threshold,
     # min_line_coverage and require_asked_figure below.
     coverage_decision: str = setting(
-        COVERAGE_MODEL, "who decides whether the guideline governs a question: the coverage model (model) or the "
-        "rules before it (rules: the threshold, min_line_coverage, require_asked_figure)",
+        COVERAGE_MODEL, "who decides whether the guideline governs a question: model (the coverage model) or rules "
+        "(the threshold, min_line_coverage, require_asked_figure)",
         check=one_of(COVERAGE_DECISIONS))
+    # For evaluation sweeps (devbench's refusal curves answer with 0 and cut afterwards).
+    coverage_operating_point: float = setting(
+        -1.0, "refuse below this P(governed) instead of the coverage model's own operating point (shipped or "
+        "calibrated); -1: its own", check=Check(lambda v: v == -1.0 or 0.0 <= v <= 1.0,
+                                                        "-1, or a probability between 0 and 1"))
     # 0.5 measured (issue 11, devbench curves): on JSQuAD 0.45 refused 0.919 of out-of-scope
     # questions, 0.5 0.925 with gold in the answer 0.947; the patient set's in-scope
     # answers hardly move between them (the threshold, not the gate, refuses most).

@@ -115,14 +115,17 @@ def _page_rows(retriever: OursRetriever, col: int) -> np.ndarray:
     return m.indices[m.indptr[col]:m.indptr[col + 1]]
 
 
-def query_evidence(retriever: OursRetriever, question: str, result: RetrievalResult) -> QueryEvidence:
-    """The SlotFacts of the question's own query against the corpus and the best page."""
+def query_evidence(retriever: OursRetriever, question: str, result: RetrievalResult,
+                   keywords: Sequence[str] = ()) -> QueryEvidence:
+    """The SlotFacts of the question's query (with the keywords' known terms added, when
+    there are keywords) against the corpus and the best page."""
     data = retriever.data
     vocab = data.term_vocab
     cache = _cache(retriever)
     top_row: int | None = cache.rows.get(result.candidates[0].url) if result.candidates else None
     title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
-    query, _ = retriever.query(question, ())
+    base, extended = retriever.query(question, keywords)
+    query = extended or base
     facts: list[SlotFact] = []
     for slot in query.slots:
         alts = [(a, lam) for a, lam in slot.alternatives.items() if a in vocab]
