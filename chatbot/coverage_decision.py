@@ -49,9 +49,9 @@ class CoverageVerdict:
     def to_json(self) -> dict[str, Any]:
         """The answer's retrieval.coverage_model block (the probability and reasons are top-level fields)."""
         own = self.operating_point if self.model_operating_point is None else self.model_operating_point
-        return {"source": self.source, "form": self.form, "operating_point": round(self.operating_point, 4),
-                "model_operating_point": round(own, 4),
-                "probability": round(self.probability, 4),
+        # exact: the decision compares these; the answer's coverage_probability is rounded for reading
+        return {"source": self.source, "form": self.form, "operating_point": self.operating_point,
+                "model_operating_point": own, "probability": self.probability,
                 "features": {k: round(v, 4) for k, v in self.features.items()}, "ms": round(self.ms, 3)}
 
 

@@ -79,7 +79,7 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-SUITES = ("jsquad", "patient", "all")
+SUITES = ("jsquad", "patient", "all", "coverage")
 
 
 def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
@@ -89,6 +89,15 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
     if suite not in SUITES:
         raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
     workdir = args.workdir
+    if suite == "coverage":  # not in "all": it measures every labelled site and fits the model
+        from . import coverage_bench
+        from .workdir import workdir_for
+
+        with workdir_for(workdir, "guiderag-coverage-") as (work, _):
+            text = coverage_bench.run(settings, workdir=work, write_model=getattr(args, "write_model", None),
+                                      with_ablation=not getattr(args, "no_ablation", False))
+        print(text)
+        return 0
     out: dict[str, Any] = {}
     texts: list[str] = []
     if suite in ("jsquad", "all"):

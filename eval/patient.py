@@ -112,8 +112,9 @@ def operating_point(rows: Sequence[dict], settings: Any) -> float:
 def _measure(row: dict) -> float | None:
     """What the curve sweeps for one answer: P(governed), else the line coverage."""
     data = row.get("json") or {}
-    if (data.get("retrieval") or {}).get("coverage_model"):
-        p = data.get("coverage_probability")
+    block = (data.get("retrieval") or {}).get("coverage_model")
+    if block:  # the exact P the decision compared (the answer's field is rounded)
+        p = block.get("probability", data.get("coverage_probability"))
         return None if p is None else float(p)
     cov = (data.get("retrieval") or {}).get("line_coverage")
     return None if cov is None else float(cov)

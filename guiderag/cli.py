@@ -148,8 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
-    p.add_argument("--suite", choices=("jsquad", "patient", "all"), default="all",
-                   help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default)")
+    p.add_argument("--suite", choices=("jsquad", "patient", "all", "coverage"), default="all",
+                   help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default); coverage: "
+                   "the coverage model's leave-one-site-out, shipped and ablation tables over every labelled site")
+    p.add_argument("--write-model", type=Path, help="coverage suite: write the shipped models (JSON) here, "
+                   "e.g. data/coverage_model.json")
+    p.add_argument("--no-ablation", action="store_true", help="coverage suite: skip the ablation table")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
     p.add_argument("--json", action="store_true")
 
