@@ -48,6 +48,7 @@ from .answer import (
 from .answer_type import missing_figure
 from .audit import AuditLog
 from .coverage_decision import CoverageDecision, CoverageVerdict
+from .coverage_reasons import rule_reason
 from .extract import extract, line_coverage
 from .lines import LINES_SYSTEM_PROMPT, judge_reply, lines_stop, lines_user_message, number_reference, ranked_picks
 from .llm import Completion, LLMClient, Progress
@@ -129,9 +130,22 @@ class Chatbot:
         results are decided by the model, _model_decides)."""
         return cast("OursRetriever", self.retriever)
 
-    def _judge(self, question: str, result: RetrievalResult) -> CoverageVerdict:
+    def _judge(self, question: str, result: RetrievalResult, keywords: Sequence[str] = ()) -> CoverageVerdict:
+        """The coverage model's verdict; `keywords`: a model's, which may only raise P (the
+        question's own offline keywords are its words already, as the model was fitted)."""
         cut = self.settings.coverage_operating_point
-        return self.decision().judge(question, result, self._ours(), self._analyze(), None if cut < 0 else cut)
+        return self.decision().judge(question, result, self._ours(), self._analyze(), None if cut < 0 else cut,
+                                     keywords=keywords)
+
+    def _verdict(self, question: str, result: RetrievalResult,
+                 state: dict[str, Any]) -> tuple[CoverageVerdict, dict[str, Any]]:
+        """The coverage model's verdict on `result` (kept in `state`) and the retrieval JSON
+        that records it."""
+        verdict = state.get("verdict") or self._judge(question, result)
+        state["verdict"] = verdict
+        rjson = self._retrieval_json(result)
+        rjson["coverage_model"] = verdict.to_json()
+        return verdict, rjson
 
     def _analyze(self) -> Callable[[str], list[str]]:
         """The retriever's analyzer, cached (the same reference lines recur)."""
@@ -181,7 +195,7 @@ class Chatbot:
             answer.coverage_probability = round(verdict.probability, 4)
             answer.coverage_reasons = list(verdict.reasons)
         elif answer.coverage_reasons == [] and not answer.governed:
-            answer.coverage_reasons = [_rule_reason(answer.retrieval)]
+            answer.coverage_reasons = [rule_reason(answer.retrieval)]
         answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = state["result"]
         answer.model_use = state["model_use"]
@@ -200,10 +214,7 @@ class Chatbot:
         state["result"] = result
         state["keywords"] = list(result.keywords)
         if self._model_decides(result):
-            verdict = state.get("verdict") or self._judge(question, result)
-            state["verdict"] = verdict
-            rjson = self._retrieval_json(result)
-            rjson["coverage_model"] = verdict.to_json()
+            verdict, rjson = self._verdict(question, result, state)
             if not verdict.covered:
                 self._not_asked(state, mode, f"the coverage model refused it (P(governed) {verdict.probability:.3f} "
                                 f"below {verdict.operating_point:.3f})")
@@ -305,11 +316,11 @@ class Chatbot:
         the question refused (threshold or evidence gate) but its own words would not, the
         question's own keywords are used. The protocol pipeline stays as published."""
         result: RetrievalResult = self.retriever.search(question, keywords)
-        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, state):
+        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, state, keywords):
             return result
         own: RetrievalResult = self.retriever.search(question, None)
         if not self._passes(question, own, state):
-            state.pop("verdict", None)  # neither passes: the model's keywords' result is answered
+            self._passes(question, result, state, keywords)  # neither passes: the keywords' result decides
             return result
         self._use(state, "keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
             f"the model's keywords left the question below the threshold or the evidence gate "
@@ -317,11 +328,12 @@ class Chatbot:
             f"used {list(own.keywords)}"))
         return own
 
-    def _passes(self, question: str, result: RetrievalResult, state: dict[str, Any] | None = None) -> bool:
+    def _passes(self, question: str, result: RetrievalResult, state: dict[str, Any] | None = None,
+                keywords: Sequence[str] = ()) -> bool:
         """Whether a retrieval would be answered: the coverage model's verdict (kept in
         `state` for the answer), else over the threshold and through the gate."""
         if self._model_decides(result):
-            verdict = self._judge(question, result)
+            verdict = self._judge(question, result, keywords)
             if state is not None:
                 state["verdict"] = verdict
             return verdict.covered
@@ -502,11 +514,7 @@ class Chatbot:
 
     def _offline(self, question: str, result: RetrievalResult, note: str, state: dict[str, Any] | None = None) -> Answer:
         if self._model_decides(result):
-            verdict = (state or {}).get("verdict") or self._judge(question, result)
-            if state is not None:
-                state["verdict"] = verdict
-            rjson = self._retrieval_json(result)
-            rjson["coverage_model"] = verdict.to_json()
+            verdict, rjson = self._verdict(question, result, state if state is not None else {})
             if not verdict.covered:
                 return self._refusal(question, EXTRACT, result, rjson, error=note)
             return self._extract(question, result, rjson, error=note)
@@ -565,15 +573,6 @@ def _lines_read(count: int) -> Callable[[str], str | None]:
         return None
 
     return check
-
-
-def _rule_reason(retrieval: dict[str, Any]) -> str:
-    """Why the rules before the coverage model (settings.coverage_decision = rules) refused."""
-    if retrieval.get("asked_figure_missing"):
-        return "質問が尋ねている数字（時期・期間・頻度・金額）が、ガイドラインの該当箇所にない"
-    if "line_coverage" in retrieval:
-        return "質問の語を十分に含む行が、ガイドラインにない"
-    return "質問の語を十分に含む箇所が、ガイドラインにない（検索のしきい値に届かない）"
 
 
 def _printable(raw: object) -> str:

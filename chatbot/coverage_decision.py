@@ -80,16 +80,16 @@ class CoverageDecision:
         return cls(cm.shipped().for_form(form), source=SHIPPED, form=form)
 
     def judge(self, question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-              operating_point: float | None = None) -> CoverageVerdict:
+              operating_point: float | None = None, *, keywords: Sequence[str] = ()) -> CoverageVerdict:
         """Measure the retrieval, weigh it, explain it; refused below the model's operating
-        point, or `operating_point` when given (an evaluation sweep)."""
+        point, or `operating_point` when given (an evaluation sweep). A model's `keywords`
+        may only add evidence: P is the better of the question alone and with them."""
         started = time.perf_counter()
         cut = self.model.operating_point if operating_point is None else operating_point
         own = None if operating_point is None else self.model.operating_point
         measured = measure_result(question, result, retriever, analyze)
-        if result.passages and adds_terms(retriever, question, result.keywords):
-            # a model's keywords may only add evidence: the better of without and with them
-            with_keywords = measure_result(question, result, retriever, analyze, keywords=result.keywords)
+        if result.passages and adds_terms(retriever, question, keywords):
+            with_keywords = measure_result(question, result, retriever, analyze, keywords=keywords)
             if self.model.probability(with_keywords.values) > self.model.probability(measured.values):
                 measured = with_keywords
         if not result.passages:  # nothing shares a word with the question: nothing to weigh

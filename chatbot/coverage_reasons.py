@@ -94,6 +94,15 @@ def explain(contributions: Sequence[tuple[str, float]], measured: Measured, gove
     return out
 
 
+def rule_reason(retrieval: Mapping[str, object]) -> str:
+    """Why the rules before the coverage model (settings.coverage_decision = rules) refused."""
+    if retrieval.get("asked_figure_missing"):
+        return "質問が尋ねている数字（時期・期間・頻度・金額）が、ガイドラインの該当箇所にない"
+    if "line_coverage" in retrieval:
+        return "質問の語を十分に含む行が、ガイドラインにない"
+    return "質問の語を十分に含む箇所が、ガイドラインにない（検索のしきい値に届かない）"
+
+
 def known_features() -> Mapping[str, object]:
     """The features that have a sentence (tests check every model feature is explained or silent on purpose)."""
     return dict(_SAY)

@@ -25,6 +25,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from guiderag.chatbot.coverage_model import CoverageModel
 
 POOLED, EACH, MEDIAN = "pooled", "each", "median"
+# How far above the last refused question's P the cut is set.
+CUT_MARGIN = 1e-6
 # L2 regularisation of the logistic regression (scikit-learn's C: smaller is stronger).
 C_DEFAULT = 1.0
 # Which answer a record's decision shows: the reference over the threshold, else the floor.
@@ -115,9 +117,11 @@ def _cut_for(groups: Sequence[Sequence[float]], target: float) -> float:
     candidates = sorted({p for g in groups for p in g})
     def refused(cut: float) -> float:
         return sum(refusal_at(g, cut) for g in groups) / len(groups)
-    for p in candidates:
-        cut = math.nextafter(p, 1.0)
-        # at cut just above p, every question with P <= p is refused
+    for k, p in enumerate(candidates):
+        # just above p (by CUT_MARGIN, never past the next P): every question with P <= p is
+        # refused, also when P is computed again with a different rounding
+        nxt = candidates[k + 1] if k + 1 < len(candidates) else 1.0
+        cut = min(p + CUT_MARGIN, (p + nxt) / 2.0) if nxt > p else math.nextafter(p, 1.0)
         if refused(cut) >= target - 1e-12:
             return cut
     return 1.0
