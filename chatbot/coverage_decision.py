@@ -21,7 +21,7 @@ from guiderag.retrieval.evidence import guideline_form
 
 from . import coverage_model as cm
 from .coverage import adds_terms, measure_result
-from .coverage_reasons import explain, unknown_words
+from .coverage_reasons import explain, quote, unknown_words
 
 if TYPE_CHECKING:
     from guiderag.retrieval.pipeline_ours import OursRetriever
@@ -94,7 +94,7 @@ class CoverageDecision:
                 measured = with_keywords
         if not result.passages:  # nothing shares a word with the question: nothing to weigh
             named = unknown_words(measured)
-            reason = (f"質問の{'、'.join(f'『{w}』' for w in named)}はこのガイドラインに一度も出てこない" if named
+            reason = (f"質問の{quote(named)}はこのガイドラインに一度も出てこない" if named
                       else "質問の語がガイドラインのどこにも出てこない")
             return CoverageVerdict(False, 0.0, cut, (reason,), self.source, self.form,
                                    ms=(time.perf_counter() - started) * 1000.0, model_operating_point=own)

@@ -17,8 +17,14 @@ MAX_REASONS = 3
 _FIGURE = {"when": "時期", "how long": "期間", "how often": "頻度", "how much": "費用や金額"}
 
 
-def _quote(words: Sequence[str]) -> str:
-    return "、".join(f"『{w}』" for w in _outer(words))
+# At most this many words are quoted in one reason (then など).
+MAX_QUOTED = 4
+
+
+def quote(words: Sequence[str]) -> str:
+    shown = _outer(words)
+    more = "など" if len(shown) > MAX_QUOTED else ""
+    return "、".join(f"『{w}』" for w in shown[:MAX_QUOTED]) + more
 
 
 def _outer(words: Sequence[str]) -> list[str]:
@@ -45,7 +51,7 @@ def _unknown(words: Sequence[str], partial: bool) -> str:
     named = [w for w in words if word_kind(w) in (DISEASE, DRUG)]
     kind = "（病名）" if named and all(word_kind(w) == DISEASE for w in named) else "（薬の名前）" if named else ""
     tail = "という言い方はこのガイドラインにない" if partial and not named else "はこのガイドラインに一度も出てこない"
-    return f"質問の{_quote(words)}{kind if len(words) == 1 else ''}{tail}"
+    return f"質問の{quote(words)}{kind if len(words) == 1 else ''}{tail}"
 
 
 # feature -> (sentence when it argues for answering, sentence when it argues for refusing)
@@ -61,7 +67,7 @@ _SAY: dict[str, tuple[Say, Say]] = {
     "margin": (lambda m: f"{_title(m)}がほかのページより際立って質問に近い",
                lambda m: "質問に近いページが一つに絞れない"),
     "known_mass": (lambda m: "質問の語はほぼすべてガイドラインに出てくる",
-                   lambda m: (f"質問の{_quote(unknown_words(m))}はこのガイドラインに一度も出てこない"
+                   lambda m: (f"質問の{quote(unknown_words(m))}はこのガイドラインに一度も出てこない"
                               f"（質問の重みの{_pct(1 - m.values['known_mass'])}）") if unknown_words(m) else
                    f"質問の語の{_pct(1 - m.values['known_mass'])}はこのガイドラインに出てこない"),
     "expansion_mass": (lambda m: "患者さんの言葉が、言い換え（患者さんの言葉の表・同義語）を通してガイドラインの語に結びついた",
@@ -70,7 +76,7 @@ _SAY: dict[str, tuple[Say, Say]] = {
     "unknown_partial": (lambda m: None, lambda m: _unknown(m.unknown_partial, True) if m.unknown_partial else None),
     "unknown_disease": (lambda m: None, lambda m: _unknown(m.unknown_diseases, False) if m.unknown_diseases else None),
     "unknown_common": (lambda m: None,
-                       lambda m: f"質問の{_quote(m.unknown_common)}はこのガイドラインで使われない" if m.unknown_common else None),
+                       lambda m: f"質問の{quote(m.unknown_common)}はこのガイドラインで使われない" if m.unknown_common else None),
     "figure_missing": (lambda m: None, lambda m: (f"質問は{'・'.join(_FIGURE[k] for k in m.figure_kinds)}を尋ねているが、"
                                                   f"{_title(m)}にはその数字がない") if m.figure_kinds else None),
     "asks_figure": (lambda m: None, lambda m: None),

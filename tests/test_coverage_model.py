@@ -166,3 +166,23 @@ def test_every_answer_says_its_probability_and_why(scraped_sample: Path, questio
     block = answer["retrieval"]["coverage_model"]
     assert block["source"] == "shipped" and block["form"] == QA
     assert (answer["coverage"] == "governed") == (p >= block["operating_point"])
+
+
+def test_gaps_and_the_audit_row_record_the_probability_and_reasons(scraped_sample: Path, tmp_path: Path) -> None:
+    from storekit import copy_store
+
+    from guiderag.chatbot.audit import AuditLog
+    from guiderag.store import Store
+
+    db = copy_store(scraped_sample, tmp_path / "g.db")
+    answer = _ask(db, LEUKEMIA)
+    with Store(db, create=False) as store:
+        log = AuditLog(store.conn)
+        row = log.get(answer["audit_id"])
+        assert row is not None
+        recorded = json.loads(row["answer_json"])
+        assert recorded["coverage_probability"] == answer["coverage_probability"]
+        assert recorded["coverage_reasons"] == answer["coverage_reasons"]
+        [gap] = [g for g in log.gaps() if "白血病" in g.question]
+    assert gap.coverage_probability == answer["coverage_probability"]
+    assert any("『白血病』" in r for r in gap.coverage_reasons)
