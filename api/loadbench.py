@@ -31,7 +31,6 @@ from guiderag.processes import answers_200, clean_env, free_port, stop_process, 
 from guiderag.settings import Settings
 from guiderag.redact import redact
 from guiderag.store import Store
-from guiderag.store.connection import table_exists
 from guiderag.store.pages import store_exists
 
 QUESTIONS = (
@@ -91,7 +90,7 @@ def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None]
 def audit_count(db: str) -> int:
     """Rows in the audit log (0 when no answer was ever written)."""
     with Store(db, create=False) as store:
-        if not table_exists(store.conn, "audit"):
+        if not store.conn.table_exists("audit"):
             return 0
         return int(store.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
 

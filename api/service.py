@@ -20,6 +20,7 @@ from guiderag.chatbot.answer import Answer
 from guiderag.errors import EmptyCorpusError, GuideragError
 from guiderag.settings import Settings
 from guiderag.store import Store
+from guiderag.store.connection import configure as configure_store
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,7 @@ class Service:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        if settings.store_url:
-            from guiderag.store.pg import set_pool_size
-
-            set_pool_size(settings.pg_pool_size)
+        configure_store(settings)  # a PostgreSQL store's pool size and bounded waits
         self._loaded: Loaded | None = None
         self._retired: Library | None = None  # the one before: closed at the next reload
         self._loading = threading.Lock()

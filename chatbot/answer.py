@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from guiderag.settings import AUTO_GUIDELINE
+from guiderag.store.layout import page_link
 
 if TYPE_CHECKING:
     from guiderag.retrieval.result import RetrievalResult
@@ -25,10 +26,20 @@ class ShownPassage:
     version: int
     fetched_at: str
     content_hash: str
+    # A PDF document's lines: the PDF page of the first, every page they are on, and the
+    # document's title (the passage's title is its section's). None for an HTML page.
+    pdf_page: int | None = None
+    pdf_pages: list[int] | None = None
+    document_title: str | None = None
+
+    @property
+    def link(self) -> str:
+        """Where a reader opens the passage: the page, or the PDF at its page (#page=N)."""
+        return page_link(self.url, self.pdf_page)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
+        out = {
+            "url": self.link,
             "title": self.title,
             "score": round(float(self.score), 4),
             "lines": list(self.lines),
@@ -37,6 +48,10 @@ class ShownPassage:
             "fetched_at": self.fetched_at,
             "content_hash": self.content_hash,
         }
+        if self.pdf_page is not None:
+            out.update(pdf_page=self.pdf_page, pdf_pages=list(self.pdf_pages or [self.pdf_page]),
+                       document_title=self.document_title or "")
+        return out
 
 
 @dataclass

@@ -1,16 +1,17 @@
-"""The audit log: one row per ask, in the page store's SQLite file, written before answering.
+"""The audit log: one row per ask, in the page store (its `audit` table), written before answering.
 
 A row records what an incident review needs: when, the question, keywords, mode (asked
 for and used), model, retrieval scores and threshold, the page URLs, versions and line
 numbers shown, the exact answer text, coverage, any error, what each model asked did
 (declined, fell back, and why) and its raw reply. Each row is written in its
 own transaction, so a failed write never loses earlier rows. `export_xlsx` writes the log
-to a workbook atomically; `gaps` lists the questions the guideline did not cover.
+to a workbook atomically; `gaps` lists the questions the guideline did not cover. The
+table is the store's (migration 3 of store.schema; its SQL is store.audit), on SQLite and
+PostgreSQL alike.
 """
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import unicodedata
 from dataclasses import dataclass
@@ -21,50 +22,14 @@ from guiderag.clock import utc_now_ms
 from guiderag.errors import StoreAccessError, StoreError, WorkbookError
 from guiderag.files import save_workbook_atomic
 from guiderag.redact import redact
-from guiderag.store.connection import columns, lock_schema, restate, table_exists
+from guiderag.store.audit import COLUMNS, AuditTable
+from guiderag.store.backend import Connection
+from guiderag.store.connection import restate
 
 from .answer import NOT_GOVERNED, Answer
 
 ERROR = "error"  # coverage of a row for an ask that failed before an answer existed
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    id              INTEGER PRIMARY KEY,
-    asked_at        TEXT NOT NULL,      -- ISO-8601 UTC with milliseconds
-    question        TEXT NOT NULL,      -- as answered (cleaned, possibly capped)
-    question_norm   TEXT NOT NULL,      -- NFKC, whitespace collapsed: what gaps groups by
-    keywords        TEXT NOT NULL,      -- JSON list
-    requested_mode  TEXT,
-    mode            TEXT,               -- the mode that produced the answer (after any fallback)
-    model           TEXT,               -- the answer model (lines, generate)
-    keywords_model  TEXT,               -- the keywords model, when keywords came from one
-    pipeline        TEXT,
-    threshold       REAL,
-    top_score       REAL,
-    scores          TEXT,               -- JSON: candidate pages with scores
-    corpus_version  TEXT,
-    shown           TEXT NOT NULL,      -- JSON: [{url, version, lines, content_hash}]
-    answer          TEXT,               -- the exact answer text shown
-    summary         TEXT,               -- generate mode: the model's text
-    unsupported     TEXT,               -- JSON: flagged generated sentences
-    coverage        TEXT NOT NULL,      -- governed | not_governed | error
-    error           TEXT,
-    latency_ms      REAL,
-    answer_json     TEXT,               -- the full answer object (without audit_id)
-    guideline       TEXT,               -- id of the guideline answered from (none: no guideline governs)
-    routing         TEXT,               -- JSON: how that guideline was chosen (chatbot.routing)
-    model_use       TEXT,               -- JSON: what each model asked did (outcome, why, what was shown)
-    model_replies   TEXT                -- JSON: the models' raw replies, by role (never shown)
-);
-CREATE INDEX IF NOT EXISTS audit_coverage ON audit(coverage, question_norm);
-"""
-
-COLUMNS = [
-    "id", "asked_at", "question", "question_norm", "keywords", "requested_mode", "mode", "model",
-    "keywords_model", "pipeline", "threshold", "top_score", "scores", "corpus_version", "shown", "answer", "summary",
-    "unsupported", "coverage", "error", "latency_ms", "answer_json", "guideline", "routing",
-    "model_use", "model_replies",
-]
 # A raw model reply is kept up to this many characters (a runaway loop is not worth more).
 REPLY_KEEP_CHARS = 8000
 
@@ -114,41 +79,12 @@ class Gap:
 
 
 class AuditLog:
-    """The `audit` table over an open sqlite3 connection (the page store's)."""
+    """The audit log of the store behind `conn` (a Store's `.conn`)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.table = AuditTable(conn)
         self._lock = threading.Lock()  # one connection may serve several app threads
-        self._ready = False  # the table exists with every column
-        with self._lock:
-            self._prepare(create=False)
-
-    def _prepare(self, *, create: bool) -> bool:
-        """Make sure the table is there (with create) and has every column; True when it is.
-
-        Created with the first row, not on opening: a command that fails before it audits
-        anything (a damaged store, a missing index) writes nothing to the file. Call with
-        self._lock held."""
-        if self._ready:
-            return True
-        try:
-            exists = table_exists(self.conn, "audit")
-            if not exists and not create:
-                return False
-            with self.conn:
-                lock_schema(self.conn)  # two first answers at once on a shared store
-                self.conn.executescript(SCHEMA)
-                # A table from an older guiderag lacks newer columns: add them (additive).
-                have = columns(self.conn, "audit")
-                for column in COLUMNS:
-                    if column not in have:
-                        self.conn.execute(f"ALTER TABLE audit ADD COLUMN {column}")
-        except StoreAccessError as exc:
-            raise restate(exc, "cannot open the audit log in the page store") from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot create the audit table: {exc}") from exc
-        self._ready = True
-        return True
 
     # -- writing --------------------------------------------------------------------
     def record(
@@ -157,7 +93,8 @@ class AuditLog:
         """Write one row for an answer (in its own transaction) and return its id."""
         retrieval = answer.retrieval or {}
         shown = [
-            {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash}
+            {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash,
+             **({"pdf_page": p.pdf_page, "pdf_pages": list(p.pdf_pages or [])} if p.pdf_page is not None else {})}
             for p in answer.passages
         ]
         payload = answer.to_json()
@@ -231,19 +168,12 @@ class AuditLog:
         for key in ("error", "answer_json", "model_use", "model_replies"):
             if isinstance(row.get(key), str):
                 row[key] = redact(row[key])
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
         try:
             with self._lock:
-                self._prepare(create=True)
-                with self.conn:  # one transaction: committed whole or rolled back
-                    cur = self.conn.execute(f"INSERT INTO audit ({cols}) VALUES ({marks})", list(row.values()))
-            if cur.lastrowid is None:  # pragma: no cover - sqlite3 sets it after every INSERT
-                raise sqlite3.DatabaseError("no row id after INSERT")
-            return int(cur.lastrowid)
+                return self.table.insert(row)
         except StoreAccessError as exc:
             raise restate(exc, "could not write the audit log, so the answer was not shown") from exc
-        except sqlite3.DatabaseError as exc:
+        except self.conn.errors as exc:
             raise StoreError(
                 f"could not write the audit log ({exc}); the answer was not shown. Earlier audit "
                 "rows are intact. Check disk space and permissions of the database file."
@@ -253,55 +183,38 @@ class AuditLog:
     def rows(self) -> list[dict[str, Any]]:
         """Every row, oldest first."""
         with self._lock:
-            if not self._prepare(create=False):
-                return []
-            cur = self.conn.execute(f"SELECT {', '.join(COLUMNS)} FROM audit ORDER BY id")
-            return [dict(zip(COLUMNS, r)) for r in cur.fetchall()]
+            return self.table.rows()
 
     def get(self, audit_id: int) -> dict[str, Any] | None:
         with self._lock:
-            if not self._prepare(create=False):
-                return None
-            r = self.conn.execute(
-                f"SELECT {', '.join(COLUMNS)} FROM audit WHERE id = ?", (audit_id,)
-            ).fetchone()
-        return dict(zip(COLUMNS, r)) if r else None
+            return self.table.get(audit_id)
 
     def count(self) -> int:
         with self._lock:
-            if not self._prepare(create=False):
-                return 0
-            return int(self.conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
+            return self.table.count()
 
     def gaps(self) -> list[Gap]:
         """Not-covered questions grouped by normalised text, most asked first."""
         with self._lock:
-            if not self._prepare(create=False):
-                return []
-            cur = self.conn.execute(
-                "SELECT question_norm, COUNT(*), MIN(asked_at), MAX(asked_at), MAX(id) FROM audit "
-                "WHERE coverage = ? GROUP BY question_norm ORDER BY COUNT(*) DESC, MAX(asked_at) DESC",
-                (NOT_GOVERNED,),
-            )
-            groups = cur.fetchall()
-            decided = self._decisions([int(g[4]) for g in groups])
-        return [Gap(q, int(c), first, last, *decided.get(int(last_id), (None, ())))
-                for q, c, first, last, last_id in groups]
+            groups = self.table.grouped(NOT_GOVERNED)
+            decided = self._decisions()
+        return [Gap(q, c, first, last, *decided.get(q, (None, ()))) for q, c, first, last in groups]
 
-    def _decisions(self, ids: list[int]) -> dict[int, tuple[float | None, tuple[str, ...]]]:
-        """The coverage probability and reasons recorded in those rows' answer JSON."""
-        out: dict[int, tuple[float | None, tuple[str, ...]]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            for rid, raw in self.conn.execute(f"SELECT id, answer_json FROM audit WHERE id IN ({marks})", chunk):
-                try:
-                    data = json.loads(raw) if raw else {}
-                except ValueError:
-                    data = {}
-                p = data.get("coverage_probability")
-                out[int(rid)] = (float(p) if isinstance(p, (int, float)) else None,
-                                 tuple(str(r) for r in data.get("coverage_reasons") or ()))
+    def _decisions(self) -> dict[str, tuple[float | None, tuple[str, ...]]]:
+        """The coverage probability and reasons of the last not-covered row of each question
+        (from its answer JSON)."""
+        cur = self.conn.execute(
+            "SELECT question_norm, answer_json FROM audit WHERE id IN (SELECT MAX(id) FROM audit "
+            f"WHERE coverage = {self.conn.param} GROUP BY question_norm)", (NOT_GOVERNED,))
+        out: dict[str, tuple[float | None, tuple[str, ...]]] = {}
+        for question, raw in cur.fetchall():
+            try:
+                data = json.loads(raw) if raw else {}
+            except ValueError:
+                data = {}
+            p = data.get("coverage_probability")
+            out[str(question)] = (float(p) if isinstance(p, (int, float)) else None,
+                                  tuple(str(r) for r in data.get("coverage_reasons") or ()))
         return out
 
     # -- export -----------------------------------------------------------------------
@@ -323,7 +236,7 @@ class AuditLog:
         wb = Workbook()
         ws = wb.active
         ws.title = "audit"
-        _write_sheet(ws, COLUMNS, [[r[c] for c in COLUMNS] for r in rows], ILLEGAL_CHARACTERS_RE)
+        _write_sheet(ws, list(COLUMNS), [[r[c] for c in COLUMNS] for r in rows], ILLEGAL_CHARACTERS_RE)
         gs = wb.create_sheet("gaps")
         _write_sheet(gs, ["question", "count", "first_asked", "last_asked", "coverage_probability", "coverage_reasons"],
                      [[g.question, g.count, g.first_asked, g.last_asked, g.coverage_probability,

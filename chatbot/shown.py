@@ -105,7 +105,8 @@ def render(
 
 
 def layout(picks: Iterable[Pick]) -> tuple[str, list[ShownPassage]]:
-    """Group picks by page (first-seen order), sort lines, split into runs of consecutive lines."""
+    """Group picks by page (first-seen order), sort lines, split into runs of consecutive
+    lines (in a PDF, a run also ends where a PDF page does: each run cites its page)."""
     by_page: dict[tuple[str, int], list[Pick]] = {}
     for p in picks:
         by_page.setdefault((p.page.url, p.page.version), []).append(p)
@@ -115,7 +116,7 @@ def layout(picks: Iterable[Pick]) -> tuple[str, list[ShownPassage]]:
         group = sorted({p.line: p for p in group}.values(), key=lambda p: p.line)
         run: list[Pick] = []
         for p in group:
-            if run and p.line != run[-1].line + 1:
+            if run and (p.line != run[-1].line + 1 or _new_page(run[-1], p)):
                 shown.append(_passage(run))
                 run = []
             run.append(p)
@@ -125,15 +126,31 @@ def layout(picks: Iterable[Pick]) -> tuple[str, list[ShownPassage]]:
     return "\n".join(texts), shown
 
 
+def _new_page(before: Pick, after: Pick) -> bool:
+    """Whether `after` starts another PDF page than the one `before` ends on (or another
+    section of the document)."""
+    pdf = after.page.pdf
+    if pdf is None:
+        return False
+    if before.page.title != after.page.title:
+        return True
+    ends, starts = pdf.pages_of([before.line]), pdf.pages_of([after.line])
+    return bool(ends and starts and max(ends) != min(starts))
+
+
 def _passage(run: list[Pick]) -> ShownPassage:
     page = run[0].page
+    numbers = [p.line for p in run]
     return ShownPassage(
         url=page.url,
         title=page.title,
         score=max(p.score for p in run),
-        lines=[p.line for p in run],
+        lines=numbers,
         text="\n".join(page.line(p.line) for p in run),
         version=page.version,
         fetched_at=page.fetched_at,
         content_hash=page.content_hash,
+        pdf_page=page.pdf.first_page(numbers) if page.pdf is not None else None,
+        pdf_pages=page.pdf.pages_of(numbers) if page.pdf is not None else None,
+        document_title=page.pdf.document_title if page.pdf is not None else None,
     )

@@ -79,12 +79,13 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-SUITES = ("jsquad", "patient", "all", "coverage")
+SUITES = ("jsquad", "patient", "pdf", "all", "coverage")
 
 
 def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
-    """The dev benchmarks (--suite jsquad|patient|all): build or serve each site, scrape it,
-    evaluate, print the tables and the refusal curves."""
+    """The dev benchmarks (--suite jsquad|patient|pdf|all): build or serve each site, scrape
+    it, evaluate, print the tables and the refusal curves (pdf: beside the HTML edition's,
+    which it runs too unless the patient suite ran already)."""
     suite = getattr(args, "suite", None) or "all"
     if suite not in SUITES:
         raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
@@ -113,7 +114,8 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
         )
         out["jsquad"] = report.to_json()
         texts.append(report.table())
-    if suite in ("patient", "all"):
+    patient = None
+    if suite in ("patient", "pdf", "all"):
         from .patient import run_patient_suite, suite_dir
 
         try:
@@ -121,18 +123,38 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
         except InputError as exc:
             if suite == "patient":
                 raise
-            out["patient"] = {"skipped": str(exc)}
+            if suite == "all":
+                out["patient"] = {"skipped": str(exc)}
             texts.append(f"patient suite skipped: {exc}")
         else:
             patient = run_patient_suite(
                 settings, bench_dir=folder, limit=args.limit,
-                workdir=workdir / "patient" if workdir is not None and suite == "all" else workdir,
+                workdir=workdir / "patient" if workdir is not None and suite != "patient" else workdir,
             )
-            out["patient"] = patient.to_json()
-            texts.append(patient.text())
+            if suite != "pdf":
+                out["patient"] = patient.to_json()
+                texts.append(patient.text())
+    if suite in ("pdf", "all"):
+        from .pdfsuite import run_pdf_suite, suite_dir as pdf_dir
+
+        try:
+            pdf_folder = pdf_dir(getattr(args, "pdf_dir", None))
+        except InputError as exc:
+            if suite == "pdf":
+                raise
+            out["pdf"] = {"skipped": str(exc)}
+            texts.append(f"pdf suite skipped: {exc}")
+        else:
+            pdf = run_pdf_suite(
+                settings, bench_dir=pdf_folder, html=patient, limit=args.limit,
+                workdir=workdir / "pdf" if workdir is not None and suite == "all" else workdir,
+            )
+            out["pdf"] = pdf.to_json()
+            texts.append(pdf.text())
     if getattr(args, "json", False):
-        # all: the JSQuAD report's fields as before, the patient suite's under "patient"
-        _print_json({**out["jsquad"], "patient": out["patient"]} if suite == "all" else next(iter(out.values())))
+        # all: the JSQuAD report's fields as before, the patient and PDF suites' under their names
+        _print_json({**out["jsquad"], "patient": out["patient"], "pdf": out["pdf"]} if suite == "all"
+                    else next(iter(out.values())))
     else:
         print("\n\n".join(texts))
     return 0

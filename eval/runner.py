@@ -92,6 +92,7 @@ class _PageLines:
         return next((g for page_url, g in self._owners if metrics.same_page(page_url, url)), None)
 
     def lines(self, url: str, version: int | None) -> tuple[str, ...]:
+        url = url.split("#", 1)[0]  # a PDF passage's url names its page: …pdf#page=5
         key = (url, int(version or 0))
         if key not in self._cache:
             page = self.store.get_version(url, key[1]) if version else self.store.get_page(url)
@@ -272,6 +273,9 @@ def _worker_init(settings: Settings, mode: str) -> None:
     """In a worker process: ignore Ctrl-C (the parent handles it) and load the pipeline once."""
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from guiderag.store.connection import configure
+
+    configure(settings)  # a PostgreSQL store: the parent's pool size and bounded waits
     _WORKER = _Asker(settings, mode)
 
 

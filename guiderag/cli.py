@@ -142,19 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
-    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded): build or serve, scrape, evaluate, print the tables and refusal curves")
+    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded, its PDF edition): build or serve, scrape, evaluate, print the tables and refusal curves")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
     p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
-    p.add_argument("--suite", choices=("jsquad", "patient", "all", "coverage"), default="all",
-                   help="which benchmark: JSQuAD, the patient-worded gastric set, or both (default); coverage: "
-                   "the coverage model's leave-one-site-out, shipped and ablation tables over every labelled site")
+    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "all", "coverage"), default="all",
+                   help="which benchmark: JSQuAD, the patient-worded gastric set, its PDF edition "
+                        "(beside the HTML one), or all (default); coverage: the coverage model's "
+                        "leave-one-site-out, shipped and ablation tables over every labelled site")
     p.add_argument("--write-model", type=Path, help="coverage suite: write the shipped models (JSON) here, "
                    "e.g. data/coverage_model.json")
     p.add_argument("--no-ablation", action="store_true", help="coverage suite: skip the ablation table")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
+    p.add_argument("--pdf-dir", type=Path, help="PDF benchmark folder (default: ../shared/bench/pdf-gastric)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("calibrate", parents=[common], help="fit a guideline's coverage decision (when to refuse) "
@@ -247,6 +249,9 @@ def _main(argv: Sequence[str] | None) -> int:
         settings = settings_from_args(args)
         for warning in ignored_variables():
             print(f"guiderag: warning: {warning}", file=sys.stderr)
+        from guiderag.store.connection import configure as configure_store
+
+        configure_store(settings)  # every PostgreSQL store this command opens: pool size, bounded waits
         module_name, func_name = COMMANDS[args.command]
         func: Callable[[argparse.Namespace, Settings], int] = getattr(
             importlib.import_module(module_name), func_name

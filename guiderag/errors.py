@@ -7,11 +7,17 @@ GuideragError
 │   ├── QuestionError
 │   └── EmptyCorpusError  nothing scraped yet: no page to index or search
 ├── ScrapeError       the site could not be scraped; the stored corpus is unchanged
-├── StoreError        the SQLite store is locked or corrupt
+│   └── PdfRefusedError   one PDF document is not read (encrypted, a scan, damaged, a
+│                         bomb, too many pages, JavaScript...): its page fails with the
+│                         reason, its previous version stays current, the run goes on
+├── StoreError        the page store (SQLite or PostgreSQL) cannot be opened or used
 │   ├── StoreMissingError (also an InputError: exit 2) no store at --db (or an empty file)
 │   ├── StoreBusyError    another scrape is writing to the store; nothing was changed
-│   ├── StoreAccessError  (also a sqlite3.DatabaseError) an SQLite call failed: the file is
-│   │                     damaged, the disk full, the file read-only or locked too long
+│   ├── StoreAccessError  (also a sqlite3.DatabaseError) a call on the store failed: the file
+│   │   │                 is damaged, the disk full, the file read-only or locked too long, or
+│   │   │                 the PostgreSQL server cannot be reached
+│   │   └── StoreTimeoutError a bounded wait on PostgreSQL ran out (connecting, a statement,
+│   │                     a free connection of the pool): the server is hung or overloaded
 │   └── StoreVersionError the store's schema is newer than this guiderag (or, read-only, older)
 ├── IndexCorruptError the retrieval index is missing, stale or corrupt (rebuilt on demand)
 ├── IndexWriteError   the retrieval index could not be written; the previous one stays
@@ -58,6 +64,15 @@ class ScrapeError(GuideragError):
     """The scrape failed; the previous good corpus is untouched."""
 
 
+class PdfRefusedError(ScrapeError):
+    """A PDF document that is not read; `code` names why (encrypted, scanned, damaged,
+    truncated, bomb, too_many_pages, too_large, active, not_pdf, crashed, timeout)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class StoreError(GuideragError):
     """The page store cannot be opened or used."""
 
@@ -73,7 +88,8 @@ class StoreBusyError(StoreError):
 
 
 class StoreAccessError(StoreError, sqlite3.DatabaseError):
-    """An SQLite call on the store failed (store/connection.py makes every one of these).
+    """A call on the store failed for a reason of the store, not of our code: the SQLite
+    file (store/sqlite.py) or the PostgreSQL server (store/pg.py) makes every one of these.
 
     Also a sqlite3.DatabaseError, so code that rolls back or records a failed write on
     sqlite3.DatabaseError still does."""
@@ -81,8 +97,22 @@ class StoreAccessError(StoreError, sqlite3.DatabaseError):
     def __init__(self, message: str, *, path: str = "", reason: str = "", advice: str = "") -> None:
         super().__init__(message)
         self.path = path
-        self.reason = reason  # SQLite's message
+        self.reason = reason  # the database's own message
         self.advice = advice  # what a maintainer can do
+
+
+class StoreTimeoutError(StoreAccessError):
+    """A wait on a PostgreSQL store ran out: `wait` names which one ("connect": no connection
+    within pg_connect_timeout_s; "statement": no answer to a statement within
+    pg_statement_timeout_s; "pool": no free connection of this process's pool within
+    pg_pool_timeout_s), `seconds` its bound. The server is hung, overloaded or unreachable;
+    a transaction it interrupted was not committed. What an API answers with 503."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str = "", advice: str = "",
+                 wait: str = "", seconds: float = 0.0) -> None:
+        super().__init__(message, path=path, reason=reason, advice=advice)
+        self.wait = wait
+        self.seconds = seconds
 
 
 class StoreVersionError(StoreError):

@@ -90,6 +90,16 @@ class StoreConfig:
     # A PostgreSQL server forks a process per connection, so each replica reuses a few.
     pg_pool_size: int = setting(10, "a PostgreSQL store: the most connections one process keeps open to it",
                                 check=at_least(1))
+    # Bounded waits on a PostgreSQL store (store/pg.py), each a StoreTimeoutError saying which
+    # ran out (the API answers it with 503); no 0 for "for ever". libpq counts the connect
+    # timeout in whole seconds, at least 2, per address of the host.
+    pg_connect_timeout_s: int = setting(10, "a PostgreSQL store: seconds a new connection may take",
+                                        check=at_least(2))
+    pg_statement_timeout_s: float = setting(
+        30.0, "a PostgreSQL store: seconds a statement may take (the server's statement_timeout; a server that "
+        "does not answer at all is given up 1 s later)", check=above(0))
+    pg_pool_timeout_s: float = setting(10.0, "a PostgreSQL store: seconds a request waits for a free connection "
+                                       "of its process's pool", check=above(0))
     store_url: str | None = field(default=None, repr=False)  # derived from db, not a setting
 
     def __post_init__(self) -> None:
@@ -144,6 +154,19 @@ class ScraperConfig:
     # is aborted with the previous corpus kept as it was.
     abort_after_failures: int = setting(3, "this many pages failing in a row abort the scrape (the previous "
                                         "corpus kept); 0: never", check=at_least(0))
+    # PDF documents (scraper/pdf.py) are read in a worker process of their own, with an
+    # address-space and CPU limit; a refused PDF fails its page, its previous version stays.
+    pdf_max_bytes: int = setting(50_000_000, "a PDF larger than this many bytes is refused unread (an HTML "
+                                 "page's limit is max_page_bytes)", check=above(0))
+    pdf_max_pages: int = setting(1000, "a PDF of more pages than this is refused before its text is read",
+                                 check=above(0))
+    # A stream inflating past this is a decompression bomb (scraper/pdfscan.py).
+    pdf_max_stream_bytes: int = setting(100_000_000, "a PDF with a stream inflating to more bytes than this is "
+                                        "refused as a decompression bomb", check=above(0))
+    pdf_memory_mb: int = setting(2048, "megabytes of address space the worker reading one PDF may use",
+                                 check=above(0))
+    pdf_timeout_s: float = setting(120.0, "seconds the worker may take to read one PDF (its CPU time too)",
+                                   check=above(0))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Sequence
 
-from guiderag.store.structure import is_heading, title_line
+from guiderag.store.structure import QUESTION_NUMBER, is_heading, title_line
 
 # A passage is a window of about this many characters of lines under a heading (windows
 # overlap by half), scored with the page title and heading. A constant of the index, not a
@@ -107,7 +107,7 @@ def body_skip(title: str, lines: Sequence[str], heading_max_chars: int) -> int:
 
 # A title that asks (治療方針はどのように決まりますか？ / 副作用について教えてください) or is
 # numbered as a question (Q14, Q.3, 問5): the page is the guideline's answer to that one question.
-_QUESTION_TITLE = re.compile(r"(?:[?？]|か|ください|たい|とは)[。.\s]*$|^\s*(?:Q\.?\s*\d+|問\s*\d+)")
+_QUESTION_TITLE = re.compile(r"(?:[?？]|か|ください|たい|とは)[。.\s]*$|" + QUESTION_NUMBER.pattern)
 
 
 def is_question_title(title: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from guiderag.store import PageVersion
+from guiderag.store.layout import pdf_citation
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,9 @@ class Passage:
         return "\n".join(self.texts)
 
     def to_json(self) -> dict:
-        """The contract's passage object."""
-        return {
+        """The contract's passage object (a PDF's: its url ends in #page=N, with pdf_page
+        and pdf_pages)."""
+        out = {
             "url": self.page.url,
             "title": self.page.title,
             "score": round(float(self.score), 4),
@@ -47,6 +49,9 @@ class Passage:
             "fetched_at": self.page.fetched_at,
             "content_hash": self.page.content_hash,
         }
+        if self.page.pdf is not None:
+            out.update(pdf_citation(self.page.url, self.page.pdf, self.lines))
+        return out
 
 
 @dataclass

@@ -1,7 +1,22 @@
 """The web-guideline scraper: TOC -> links -> classify -> fetch -> text as lines -> store.
 
-`scrape(settings, toc_url, *, urls_xlsx=None) -> RunSummary` is the whole job.
+`scrape(settings, toc_url, *, urls_xlsx=None, guideline=None) -> RunSummary` is the whole
+job. The names are loaded on first use, so that the PDF worker (`python -m
+guiderag.scraper.pdf`) starts without the fetching and storing half of the package.
 """
-from .run import scrape, scrape_site
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run import scrape, scrape_site
 
 __all__ = ["scrape", "scrape_site"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

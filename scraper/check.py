@@ -122,7 +122,8 @@ def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None,
         if page.not_modified and before is not None:
             result.unchanged += 1
             continue
-        now_hash = before.content_hash if page.not_modified and before else content_hash(page.title, page.lines)
+        now_hash = (before.content_hash if page.not_modified and before
+                    else content_hash(page.title, page.lines, page.pdf))
         if before is None:
             result.added.append({"url": page.url, "title": page.title, "content_hash": now_hash})
         elif before.content_hash != now_hash:

@@ -7,9 +7,11 @@ asks (up to a cap: beyond it the site is left alone); a delay between requests
 (robots.txt Crawl-delay when longer); robots.txt obeyed (missing = allow all, 401/403 =
 disallow all, 5xx or 429 = the site is unavailable, nothing is fetched, as RFC 9309 says);
 a size limit enforced while streaming; redirects followed by hand, within the site only;
-conditional GET; non-HTML refused by Content-Type before the body is read; charset decoded
-by scraper.charset, never requests' guess, and text that is not plausibly text (binary
-bytes sent as text/html) refused.
+conditional GET; non-HTML refused by Content-Type before the body is read, except a PDF
+(application/pdf, or a generic binary type or none whose body starts with %PDF-), whose
+bytes come back as they are (`FetchResult.pdf`, read by scraper.pdf) within
+settings.pdf_max_bytes; charset decoded by scraper.charset, never requests' guess, and
+text that is not plausibly text (binary bytes sent as text/html) refused.
 """
 from __future__ import annotations
 
@@ -37,6 +39,11 @@ NOT_HTML = "not_html"
 FAILED = "failed"
 
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PDF_MEDIA_TYPES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
+# Types servers send for any file: a PDF among them is told by its signature.
+GENERIC_MEDIA_TYPES = frozenset({"application/octet-stream", "binary/octet-stream", "application/download",
+                                 "application/x-download", "application/force-download"})
+PDF_SIGNATURE = b"%PDF-"
 GONE_STATUSES = frozenset({404, 410})
 RETRY_STATUSES = frozenset({429})  # besides every 5xx
 # Answers that say the site (not one page) is unavailable: with connection errors, they
@@ -46,7 +53,7 @@ DOWN_STATUSES = frozenset({429, 502, 503, 504})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 # robots.txt answering these means the site is unavailable (RFC 9309 2.3.1.4; 429 as Google does).
 ROBOTS_UNAVAILABLE = frozenset({429})  # besides every 5xx
-ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"
+ACCEPT = "text/html,application/xhtml+xml;q=0.9,application/pdf;q=0.8,*/*;q=0.1"
 CHUNK_BYTES = 65536
 # Redirects followed per page (within the site only; an off-site one is a failure): a
 # guideline page is reached in one or two; a longer chain is a loop or a misconfigured
@@ -84,6 +91,7 @@ class FetchResult:
     # The site asked (Retry-After) to be left alone longer than settings.retry_after_max_s:
     # no further request of this scrape should be sent.
     stay_away: bool = False
+    pdf: bytes | None = None  # a PDF document: its bytes (html is then "")
 
     @property
     def ok(self) -> bool:
@@ -273,10 +281,13 @@ class Fetcher:
             return FetchResult(url, FAILED, reason=f"HTTP {status} {resp.reason or ''}".strip(), **common), None
         content_type = resp.headers.get("Content-Type", "")
         media = content_type.split(";", 1)[0].strip().lower()
-        if want_html and media and media not in HTML_MEDIA_TYPES:
+        maybe_pdf = want_html and (media in PDF_MEDIA_TYPES or media in GENERIC_MEDIA_TYPES or not media)
+        if want_html and media and media not in HTML_MEDIA_TYPES and not maybe_pdf:
             return FetchResult(url, NOT_HTML, content_type=content_type,
                                reason=f"not HTML (Content-Type {media})", **common), None
-        limit = self.settings.max_page_bytes
+        # A PDF may be larger than a page; without a telling type the body says which it is.
+        limit = max(self.settings.max_page_bytes, self.settings.pdf_max_bytes) if maybe_pdf \
+            else self.settings.max_page_bytes
         declared = resp.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
             return FetchResult(url, FAILED, reason=f"larger than the size limit ({declared} > {limit} bytes)",
@@ -297,6 +308,17 @@ class Fetcher:
                 return FetchResult(url, FAILED, reason=f"larger than the size limit ({limit} bytes)",
                                    **common), None
         data = bytes(body)
+        if maybe_pdf and PDF_SIGNATURE in data[:1024]:
+            return FetchResult(url, OK, content_type=content_type, pdf=data, **common), None
+        if maybe_pdf and media in PDF_MEDIA_TYPES:
+            return FetchResult(url, FAILED, content_type=content_type, **common,
+                               reason=f"sent as {media} but not a PDF (no %PDF- signature)"), None
+        if maybe_pdf and media:
+            return FetchResult(url, NOT_HTML, content_type=content_type,
+                               reason=f"not HTML (Content-Type {media}, and not a PDF)", **common), None
+        if len(data) > self.settings.max_page_bytes:
+            return FetchResult(url, FAILED, reason=f"larger than the size limit ({self.settings.max_page_bytes} "
+                                                   "bytes)", **common), None
         if want_html and not media and not _looks_like_html(data):
             return FetchResult(url, NOT_HTML, reason="not HTML (no Content-Type, and the body is not HTML)",
                                **common), None

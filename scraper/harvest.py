@@ -82,7 +82,7 @@ def classify_links(html: str, toc_url: str) -> list[LinkRecord]:
             LinkRecord(url=url, href=href, link_text=text, category=verdict.category,
                        reason=verdict.reason, include=verdict.is_content, auto_category=verdict.category)
         )
-    return _widen_to_the_pages_folder(records, toc)
+    return _printables_when_alone(_widen_to_the_pages_folder(records, toc))
 
 
 # A TOC folder with fewer content links than this, beside more links outside it, is not
@@ -111,6 +111,15 @@ def _widen_to_the_pages_folder(records: list[LinkRecord], toc: str) -> list[Link
         if r.category == urls.OUTSIDE_GUIDE and urls.is_inside_folder(r.url, folder) else r
         for r in records
     ]
+
+
+def _printables_when_alone(records: list[LinkRecord]) -> list[LinkRecord]:
+    """Links named as print editions are the guide when the TOC links nothing else of it."""
+    if any(r.category == urls.CONTENT for r in records) or not any(r.category == urls.PRINTABLE for r in records):
+        return records
+    reason = "guide document: named as a print edition, but the only guide documents the TOC links"
+    return [replace(r.with_verdict(urls.CONTENT, reason), auto_category=urls.CONTENT)
+            if r.category == urls.PRINTABLE else r for r in records]
 
 
 def apply_robots(records: Iterable[LinkRecord], allowed: Callable[[str], bool]) -> list[LinkRecord]:

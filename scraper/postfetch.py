@@ -10,6 +10,8 @@ Two verdicts the table of contents alone cannot give, so they are made after fet
   page with a "related Q&A" box stays far below (about 0.15 on the gastric development
   site, against 0.58 to 0.70 for its chapter indexes). A maintainer can still include
   such a page by hand in the workbook.
+- `printable`: a PDF whose ruled tables are largely blank cells is a form to print and
+  fill in (a visit memo, a diary sheet), not content (`form_reason`).
 - `duplicate`: spellings of one document are one page. A page whose
   `<link rel="canonical">` names another listed spelling is a duplicate of it, when the
   two differ only in query string or fragment or have the same text (a canonical link
@@ -28,6 +30,10 @@ from .textlines import LINK_LIST_MIN_LINKS, LinkProfile
 
 INDEX_MIN_LINKS = LINK_LIST_MIN_LINKS
 INDEX_LINK_SHARE = 0.5
+# A PDF whose ruled tables have at least this many blank cells, making up this share of
+# their cells, is a form to print and fill in (受診メモ: 受診日 | ____ ), not content.
+FORM_MIN_BLANK_CELLS = 4
+FORM_BLANK_SHARE = 0.25
 
 
 def index_reason(profile: LinkProfile, page_url: str, is_guide_page: Callable[[str], bool]) -> str | None:
@@ -53,6 +59,14 @@ def index_reason(profile: LinkProfile, page_url: str, is_guide_page: Callable[[s
         return None
     return (f"index page: links to {len(targets)} guide pages make up {share:.0%} of its text "
             "(a list of links, not content; set include=TRUE to keep it)")
+
+
+def form_reason(table_cells: int, blank_cells: int) -> str | None:
+    """Why a PDF with these table cells is a form to fill in, or None."""
+    if blank_cells < FORM_MIN_BLANK_CELLS or blank_cells < FORM_BLANK_SHARE * table_cells:
+        return None
+    return (f"a form to print and fill in: {blank_cells} of the {table_cells} cells of its tables are blank "
+            "fields (not guideline content; set include=TRUE to keep it)")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ outcome with the store instead of writing it.
 """
 from __future__ import annotations
 
-import sqlite3
 import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from guiderag.store.pages import FetchedPage, RunSummary, Store, content_hash
 
 from . import fetch, postfetch, textlines, urls, workbook
 from .harvest import LinkRecord, apply_robots, classify_links
+from .pdfpage import PdfReader
 
 
 @dataclass
@@ -241,8 +241,9 @@ def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
         raise InvalidURLError(f"robots.txt of {urls.site_of(toc)} disallows the table-of-contents page {toc} "
                               f"({fetcher.robots.note}); guiderag obeys robots.txt")
     result = fetcher.fetch(toc)
-    if result.kind == fetch.NOT_HTML:
-        raise InvalidURLError(f"the table-of-contents URL {toc} is not an HTML page ({result.reason})")
+    if result.kind == fetch.NOT_HTML or result.pdf is not None:
+        why = result.reason or "a PDF document; give the HTML page that links the guide's documents"
+        raise InvalidURLError(f"the table-of-contents URL {toc} is not an HTML page ({why})")
     if not result.ok and (result.server_trouble or (result.status or 0) >= 500):
         raise ScrapeError(f"the site {urls.site_of(toc)} is unavailable: the table-of-contents page {toc} "
                           f"answered {result.reason}. Nothing was changed; scrape again when the site is back")
@@ -268,6 +269,7 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
     trouble = 0
     keys = {urls.page_key(r.url) for r in targets}
     guide = _guide_page_test(plan.toc, keys)
+    pdfs = PdfReader(settings)
     with Progress(len(targets), "fetch", enabled=settings.progress, stream=err) as bar:
         for rec in targets:
             public = rebase.public(rec.url)
@@ -291,7 +293,7 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
             if result.ok and result.final_url:
                 keys.add(urls.page_key(result.final_url))  # a later link redirecting here is a duplicate
             _record(result, rec, public, store, fetched, failed, gone, info, verdicts, canonical, settings, guide,
-                    rebase)
+                    rebase, pdfs)
     if targets and not fetched and len(failed) == len(targets):
         raise ScrapeError(
             f"every one of the {len(targets)} pages failed (e.g. {next(iter(failed.items()))}); "
@@ -368,25 +370,25 @@ def _mark_failed(store: Store, run_id: int, message: str, status: str) -> None:
     """Record why a run failed; a store too broken to say so must not hide the first error."""
     try:
         store.fail_run(run_id, message, status=status)
-    except sqlite3.DatabaseError:
+    except store.conn.errors:
         pass
 
 
 def _run_status(store: Store, run_id: int) -> str | None:
     try:
-        row = store.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-    except sqlite3.DatabaseError:
+        run = store.get_run(run_id)
+    except store.conn.errors:
         return None
-    return row[0] if row else None
+    return run["status"] if run else None
 
 
 def _with_fetch_verdict(rec: LinkRecord, verdicts: dict[str, tuple[str, str]]) -> LinkRecord:
     if rec.category == urls.DUPLICATE or rec.url not in verdicts:
         return rec
     category, reason = verdicts[rec.url]
-    include = rec.include and category not in (urls.NOT_HTML, urls.DUPLICATE, urls.INDEX)
+    include = rec.include and category not in (urls.NOT_HTML, urls.DUPLICATE, urls.INDEX, urls.PRINTABLE)
     out = rec.with_verdict(category, reason, include=include)
-    if category in (urls.INDEX, urls.DUPLICATE):
+    if category in (urls.INDEX, urls.DUPLICATE, urls.PRINTABLE):
         # the classifier's own verdict, learnt by fetching: read back from the workbook, it
         # is not mistaken for a hand edit, and include=TRUE there overrides it
         out = replace(out, auto_category=category)
@@ -396,10 +398,26 @@ def _with_fetch_verdict(rec: LinkRecord, verdicts: dict[str, tuple[str, str]]) -
 def _record(result: fetch.FetchResult, rec: LinkRecord, public: str, store: Store, fetched: list[FetchedPage],
             failed: dict[str, str], gone: list[str], info: dict[str, workbook.FetchInfo],
             verdicts: dict[str, tuple[str, str]], canonical: dict[str, str], settings: Settings,
-            is_guide_page: Callable[[str], bool], rebase: "_Rebase") -> None:
+            is_guide_page: Callable[[str], bool], rebase: "_Rebase", pdfs: PdfReader) -> None:
     """File one fetch result under fetched / failed / gone (or as an index page), and note
     it for the workbook."""
     url = result.url
+    if result.kind == fetch.OK and result.pdf is not None:
+        read = pdfs.read(result, rec, public)
+        if read.refused:
+            failed[public] = read.refused
+            verdicts[url] = (urls.CONTENT, f"fetch failed: {read.refused}")
+            info[public] = workbook.FetchInfo(http_status=result.status, fetched_at=result.fetched_at)
+            return
+        assert read.page is not None
+        chash = content_hash(read.page.title, read.page.lines, read.page.pdf)
+        removed = read.page.pdf.removed if read.page.pdf is not None else ()
+        info[public] = workbook.FetchInfo(result.status, read.page.title, result.fetched_at, chash, removed)
+        if read.printable and not rec.hand:
+            verdicts[url] = (urls.PRINTABLE, read.printable)
+            return
+        fetched.append(read.page)
+        return
     if result.kind == fetch.OK:
         text = textlines.read_page(result.html)
         title, lines = text.title, text.lines
@@ -436,7 +454,8 @@ def _record(result: fetch.FetchResult, rec: LinkRecord, public: str, store: Stor
                                    last_modified=result.last_modified, http_status=304, not_modified=True))
         stored = store.get_page(public)
         info[public] = workbook.FetchInfo(304, stored.title if stored else "",
-                                          result.fetched_at, stored.content_hash if stored else "")
+                                          result.fetched_at, stored.content_hash if stored else "",
+                                          stored.pdf.removed if stored and stored.pdf else ())
     elif result.kind == fetch.GONE:
         gone.append(public)
         verdicts[url] = (urls.CONTENT, result.reason)

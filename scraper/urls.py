@@ -23,7 +23,10 @@ OUTSIDE_GUIDE = "outside-guide"
 DISALLOWED = "robots-disallowed"
 DUPLICATE = "duplicate"
 INDEX = "index"  # learnt by fetching: a page whose main text is a list of links to guide pages
-CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE, INDEX)
+# A form to print and fill in, or a print edition of pages: by its link text, or learnt by
+# fetching a PDF whose tables are mostly blank fields (scraper.postfetch.form_reason).
+PRINTABLE = "printable"
+CATEGORIES = (CONTENT, SCHEME, OFFSITE, NOT_HTML, NAVIGATION, OUTSIDE_GUIDE, DISALLOWED, DUPLICATE, INDEX, PRINTABLE)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 WWW_PREFIX = re.compile(r"^www\d?\.", re.IGNORECASE)
@@ -40,6 +43,8 @@ DEFAULT_INDEX = re.compile(r"(?:^|/)(?:index|default)\.(?:html?|php|asp|aspx|jsp
 # A last path segment that names an HTML page (or no extension at all).
 HTML_EXTENSION = re.compile(r"\.(?:html?|xhtml|shtml|php\d?|aspx?|jspx?|cfm|cgi|pl)$", re.IGNORECASE)
 HAS_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+# A document the scraper reads besides HTML pages: a PDF (scraper.pdf).
+PDF_EXTENSION = re.compile(r"\.pdf$", re.IGNORECASE)
 # Site pages that are not part of the guideline: about, privacy, contact, sitemap, search,
 # login... matched against the last path segment (without extension) and the query.
 SITE_PAGE_SEGMENT = re.compile(
@@ -62,6 +67,12 @@ SITE_PAGE_TEXT = re.compile(
     r"|sign ?up|terms of use|terms of service|back to top)$",
     re.IGNORECASE,
 )
+
+
+# Link text that names a PDF as a form to print and fill in, or as a print edition (of
+# pages read anyway): 受診メモ（印刷用）, 記入用シート, printer-friendly version.
+PRINTABLE_TEXT = re.compile(r"印刷用|印刷版|プリント用|記入用|printable|printer[- ]friendly|print version",
+                            re.IGNORECASE)
 
 
 def normalize_url(href: str, base: str | None = None, *, drop_index: bool = False) -> str:
@@ -169,6 +180,10 @@ def is_html_by_extension(url: str) -> bool:
     return not last or bool(HTML_EXTENSION.search(last)) or not HAS_EXTENSION.search(last)
 
 
+def is_pdf_by_extension(url: str) -> bool:
+    return bool(PDF_EXTENSION.search(urlsplit(url).path.rsplit("/", 1)[-1]))
+
+
 def is_navigation_page(url: str) -> bool:
     parts = urlsplit(url)
     last = parts.path.rstrip("/").rsplit("/", 1)[-1]
@@ -178,6 +193,10 @@ def is_navigation_page(url: str) -> bool:
 
 def is_navigation_text(text: str) -> bool:
     return bool(SITE_PAGE_TEXT.match(re.sub(r"\s+", " ", text or "").strip()))
+
+
+def is_printable_text(text: str) -> bool:
+    return bool(PRINTABLE_TEXT.search(text or ""))
 
 
 def is_inside_folder(url: str, folder: str) -> bool:
@@ -236,7 +255,8 @@ def classify(url: str, toc_url: str, link_text: str = "") -> Verdict:
         return Verdict(OFFSITE, f"off-site: {urlsplit(url).netloc} is not {urlsplit(toc_url).netloc}")
     if page_key(url) == page_key(toc_url):
         return Verdict(NAVIGATION, "the table of contents itself")
-    if not is_html_by_extension(url):
+    pdf = is_pdf_by_extension(url)
+    if not pdf and not is_html_by_extension(url):
         ext = urlsplit(url).path.rsplit(".", 1)[-1].lower()
         return Verdict(NOT_HTML, f"not HTML (.{ext} file)")
     if is_navigation_page(url):
@@ -245,4 +265,9 @@ def classify(url: str, toc_url: str, link_text: str = "") -> Verdict:
         return Verdict(NAVIGATION, f"navigation or site page (link text {link_text.strip()!r})")
     if not is_inside_guide(url, toc_url):
         return Verdict(OUTSIDE_GUIDE, f"outside the guide's path {guide_path(toc_url)}")
+    if pdf and is_printable_text(link_text):  # (an HTML print view is a duplicate, learnt by fetching)
+        return Verdict(PRINTABLE, f"a form to print or a print edition (link text {link_text.strip()!r}), "
+                                  "not the guide's text; set include=TRUE to read it")
+    if pdf:
+        return Verdict(CONTENT, "guide document (PDF) linked from the table of contents")
     return Verdict(CONTENT, "guide page linked from the table of contents")

@@ -25,6 +25,7 @@ COLUMNS = ("url", "link_text", "category", "reason", "include", "http_status", "
            "fetched_at", "content_hash", "href", "auto_category")
 REQUIRED = ("url", "include")
 SHEET = "urls"
+REMOVED_SHEET = "removed from PDFs"
 HOW_TO_REVIEW = (
     "One row per link of the table-of-contents page (sheet 'urls'), as the scraper classified it.",
     "include: TRUE = stored as a guideline page, FALSE = not. category/reason: why (auto_category: the "
@@ -34,7 +35,12 @@ HOW_TO_REVIEW = (
     "To add a page the table of contents does not link, add a row with its url and include TRUE.",
     "Learnt by fetching: 'index' = a page that is only a list of links to guide pages (set include TRUE to "
     "keep it anyway); 'duplicate' = another spelling of a page listed above (query string, #fragment, "
-    "rel=canonical), with the page it resolved to in the reason.",
+    "rel=canonical), with the page it resolved to in the reason; 'printable' = a form to print and fill in "
+    "or a print edition (by its link text, or a PDF whose tables are mostly blank fields).",
+    "PDF documents are read as lines, each with its PDF page; sheet 'removed from PDFs' lists the lines left "
+    "out of their text (running heads and feet, page numbers, the document's own table of contents), "
+    "with the reason. A PDF that cannot be read (encrypted, a scan, damaged...) fails with the reason, and "
+    "its previous version stays current.",
     "Categories: " + ", ".join(urls.CATEGORIES) + ".",
 )
 TRUE_WORDS = frozenset({"true", "yes", "y", "1", "x", "○", "はい", "対象"})
@@ -61,6 +67,7 @@ class FetchInfo:
     title: str = ""
     fetched_at: str = ""
     content_hash: str = ""
+    removed: tuple[tuple[int, str, str], ...] = ()  # a PDF's lines left out: (PDF page, text, why)
 
 
 def _parse_include(value: object, row: int) -> bool | None:
@@ -207,6 +214,17 @@ def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchI
                       got.http_status, got.title, got.fetched_at, got.content_hash, rec.href,
                       rec.auto_category])
     sheet.freeze_panes = "A2"
+    removed = [(public(url), *row) for url, got in info.items() for row in got.removed]
+    if removed:
+        cut = book.create_sheet(REMOVED_SHEET)
+        cut.append(["url", "pdf_page", "text", "why"])
+        for cell in cut[1]:
+            cell.font = Font(bold=True)
+        for row in removed:
+            cut.append(list(row))
+        for letter, width in zip("ABCD", (60, 9, 70, 45)):
+            cut.column_dimensions[letter].width = width
+        cut.freeze_panes = "A2"
     notes = book.create_sheet("how to review")
     for line in HOW_TO_REVIEW:
         notes.append([line])

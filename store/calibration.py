@@ -46,13 +46,12 @@ class Calibration:
 def save(store: Store, guideline: str, corpus_version: str, model: dict[str, Any], summary: dict[str, Any]) -> Calibration:
     """Store (or replace) the guideline's calibration, in one transaction."""
     cal = Calibration(guideline, corpus_version, utc_now(), dict(model), dict(summary))
-    conn = store.conn
-    with conn:
-        conn.execute(f"DELETE FROM {TABLE} WHERE guideline_id = ?", (guideline,))
-        conn.execute(f"INSERT INTO {TABLE} (guideline_id, corpus_version, fitted_at, model, summary) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     (guideline, corpus_version, cal.fitted_at, json.dumps(cal.model, ensure_ascii=False),
-                      json.dumps(cal.summary, ensure_ascii=False)))
+    with store.conn.transaction():
+        store.conn.upsert(TABLE, {"guideline_id": guideline, "corpus_version": corpus_version,
+                                  "fitted_at": cal.fitted_at, "model": json.dumps(cal.model, ensure_ascii=False),
+                                  "summary": json.dumps(cal.summary, ensure_ascii=False)},
+                          key=("guideline_id",),
+                          update={c: f"excluded.{c}" for c in ("corpus_version", "fitted_at", "model", "summary")})
     return cal
 
 
@@ -60,8 +59,9 @@ def load(store: Store, guideline: str) -> Calibration | None:
     """The guideline's calibration, or None (the shipped model applies)."""
     if not store.conn.table_exists(TABLE):  # a store read before its migration (read-only opens)
         return None
-    row = store.conn.execute(f"SELECT guideline_id, corpus_version, fitted_at, model, summary FROM {TABLE} "
-                             "WHERE guideline_id = ?", (guideline,)).fetchone()
+    conn = store.conn
+    row = conn.execute(f"SELECT guideline_id, corpus_version, fitted_at, model, summary FROM {TABLE} "
+                       f"WHERE guideline_id = {conn.param}", (guideline,)).fetchone()
     if row is None:
         return None
     return Calibration(str(row[0]), str(row[1]), str(row[2]), json.loads(row[3]), json.loads(row[4]))
@@ -70,8 +70,8 @@ def load(store: Store, guideline: str) -> Calibration | None:
 def remove(store: Store, guideline: str) -> bool:
     """Delete the guideline's calibration; True when there was one."""
     conn = store.conn
-    with conn:
-        cur = conn.execute(f"DELETE FROM {TABLE} WHERE guideline_id = ?", (guideline,))
+    with conn.transaction():
+        cur = conn.execute(f"DELETE FROM {TABLE} WHERE guideline_id = {conn.param}", (guideline,))
     return bool(cur.rowcount)
 
 

@@ -22,6 +22,8 @@ from typing import Sequence
 
 SENTENCE_END = tuple("。．.!?！？」』）)")
 LIST_ITEM = re.compile(r"^\s*(?:[・•●○◆◇■□▪‣\-–*]|\(?\d{1,2}[\).．、]|[①-⑳]|[a-zA-Z][\).])\s*")
+# A heading or title numbered as a question: Q14, Q.3, CQ2, 問5 (after NFKC: Ｑ１４ is Q14).
+QUESTION_NUMBER = re.compile(r"^\s*(?:C?Q\.?\s*\d+|問\s*\d+)")
 TITLE_LOOKAHEAD = 5
 # How the scraper joins the cells of a table row into one line (scraper.textlines.CELL_SEPARATOR).
 TABLE_CELL = " | "
@@ -59,11 +61,19 @@ def _squash(text: str) -> str:
 
 
 def title_line(title: str, lines: Sequence[str]) -> int:
-    """The line (counted from 1) among the first few that repeats the page title, else 0."""
+    """The line (counted from 1) among the first few that repeats the page title, else 0.
+    Blank lines are not counted (a section of a PDF document is read as its document's
+    lines with the other sections' left blank)."""
     want = _squash(title)
     if not want:
         return 0
-    for number, line in enumerate(lines[:TITLE_LOOKAHEAD], start=1):
+    seen = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         if _squash(line) == want:
             return number
+        seen += 1
+        if seen >= TITLE_LOOKAHEAD:
+            break
     return 0

@@ -3,8 +3,12 @@ a non-root user, listening on 127.0.0.1 (a free port) and on a socket in that fo
 and removed at the end.
 
 PostgreSQL refuses to run as root; when the tests run as root, the server runs as the
-`postgres` system user that Debian's package creates (runuser). scripts/test.sh installs
-the package when it is missing.
+`postgres` system user that Debian's package creates, through `runuser` (util-linux: in
+/usr/sbin, which a root PATH of /usr/bin:/bin lacks, so it is looked for there too).
+scripts/test.sh installs the package when it is missing.
+
+`paused(url)` stops the whole server (`kill -STOP` of the postmaster and every backend)
+for a block and resumes it at the end, however the block ends: a hung database.
 """
 from __future__ import annotations
 
@@ -13,11 +17,13 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlsplit
 
 from guiderag.processes import free_port
 
@@ -36,10 +42,35 @@ def pg_bin(name: str) -> str:
                          "(scripts/test.sh does) and run the tests again")
 
 
+# Where util-linux puts runuser when it is not on PATH (Debian: /usr/sbin; older: /sbin).
+RUNUSER_DIRS = ("/usr/sbin", "/sbin")
+# The data folder of each server started here, by port (for paused()).
+_DATA_DIRS: dict[int, Path] = {}
+
+
+def runuser() -> str:
+    """The runuser program: on PATH, else in /usr/sbin or /sbin."""
+    found = shutil.which("runuser") or next(
+        (str(Path(d) / "runuser") for d in RUNUSER_DIRS if os.access(Path(d) / "runuser", os.X_OK)), None)
+    if found is None:
+        raise AssertionError("runuser not found on PATH nor in /usr/sbin or /sbin: the tests run as root start "
+                             "PostgreSQL as the postgres user with it; install util-linux (Debian: "
+                             "apt-get install util-linux), or run the tests as a user other than root")
+    return found
+
+
+def _server_user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam("postgres")
+    except KeyError:
+        raise AssertionError("no `postgres` system user to run PostgreSQL as (the tests run as root): install "
+                             "Debian's postgresql package, which creates it (scripts/test.sh does)") from None
+
+
 def _as_server_user(cmd: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return cmd
-    return ["runuser", "-u", "postgres", "--", *cmd]
+    return [runuser(), "-u", "postgres", "--", *cmd]
 
 
 def _run(cmd: list[str], timeout: float = 120) -> None:
@@ -54,7 +85,7 @@ def postgres_server() -> Iterator[str]:
     trust authentication on loopback only)."""
     folder = Path(tempfile.mkdtemp(prefix="guiderag-pg-", dir="/tmp"))
     if os.geteuid() == 0:
-        user = pwd.getpwnam("postgres")
+        user = _server_user()
         os.chown(folder, user.pw_uid, user.pw_gid)
     data = folder / "data"
     port = free_port()
@@ -65,8 +96,10 @@ def postgres_server() -> Iterator[str]:
               "-o", f"-c listen_addresses=127.0.0.1 -c port={port} -k {folder} -c fsync=off "
                     "-c max_connections=200", "start"])
         _run([pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "guiderag", "guiderag"])
+        _DATA_DIRS[port] = data
         yield f"postgresql://guiderag@127.0.0.1:{port}/guiderag"
     finally:
+        _DATA_DIRS.pop(port, None)
         if (data / "postmaster.pid").exists():
             subprocess.run(_as_server_user([pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
                            capture_output=True, timeout=60)
@@ -86,3 +119,39 @@ def wait_ready(url: str) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def server_pids(url: str) -> list[int]:
+    """The postmaster of the server at `url` (one started here) and its children."""
+    master = int((_DATA_DIRS[urlsplit(url).port or 5432] / "postmaster.pid").read_text().split()[0])
+    return [master] + _children(master)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended meanwhile
+        if ppid == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@contextlib.contextmanager
+def paused(url: str) -> Iterator[list[int]]:
+    """`kill -STOP` the whole server at `url` (the postmaster first, so that it forks no new
+    backend, then every backend), yield the pids; SIGCONT them all when the block ends."""
+    master = server_pids(url)[0]
+    stopped = [master]
+    os.kill(master, signal.SIGSTOP)
+    try:
+        for pid in _children(master):
+            os.kill(pid, signal.SIGSTOP)
+            stopped.append(pid)
+        yield stopped
+    finally:
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)

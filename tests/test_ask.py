@@ -59,11 +59,8 @@ def ask_json(capsys, db: Path, question: str, *extra: str) -> dict:
 
 
 def audit_rows(db: Path) -> list[dict]:
-    conn = sqlite3.connect(db)
-    try:
-        return AuditLog(conn).rows()
-    finally:
-        conn.close()
+    with Store(db, create=False) as store:
+        return AuditLog(store.conn).rows()
 
 
 def assert_verbatim(db: Path, data: dict) -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 from openpyxl import load_workbook
@@ -146,28 +145,11 @@ def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_pat
 
 
 def test_export_refuses_a_non_xlsx_path_and_changes_nothing(sqlite_settings, tmp_path):
-    conn = sqlite3.connect(sqlite_settings.db)
-    try:
-        log = AuditLog(conn)
+    with Store(sqlite_settings.db, create=False) as store:
+        log = AuditLog(store.conn)
         with pytest.raises(WorkbookError, match=".xlsx"):
             log.export_xlsx(tmp_path / "audit.csv")
         (tmp_path / "dir.xlsx").mkdir()
         with pytest.raises(WorkbookError, match="directory"):
             log.export_xlsx(tmp_path / "dir.xlsx")
-    finally:
-        conn.close()
     assert not (tmp_path / "audit.csv").exists()
-
-
-def test_older_audit_table_gets_new_columns(tmp_path):
-    conn = sqlite3.connect(tmp_path / "old.db")
-    conn.execute("CREATE TABLE audit (id INTEGER PRIMARY KEY, asked_at TEXT NOT NULL, question TEXT NOT NULL, "
-                 "question_norm TEXT NOT NULL, keywords TEXT NOT NULL, shown TEXT NOT NULL, coverage TEXT NOT NULL)")
-    conn.execute("INSERT INTO audit (asked_at, question, question_norm, keywords, shown, coverage) "
-                 "VALUES ('t', 'q', 'q', '[]', '[]', 'not_governed')")
-    conn.commit()
-    log = AuditLog(conn)
-    log.record_error("q2", "boom", keywords_model="kw")
-    rows = log.rows()
-    assert [r["question"] for r in rows] == ["q", "q2"] and rows[1]["keywords_model"] == "kw"
-    conn.close()

@@ -132,10 +132,35 @@ def test_redirect_loop_stops(fast_settings) -> None:
 
 def test_non_html_is_skipped_by_content_type(fast_settings) -> None:
     site = Site()
-    site.raw("/guide/leaflet", b"%PDF-1.4 ...", "application/pdf")
+    site.raw("/guide/leaflet", b"PK\x03\x04 a zip file", "application/zip")
     with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
         result = fetcher.fetch(base + "/guide/leaflet")
-    assert result.kind == fetch.NOT_HTML and "application/pdf" in result.reason
+    assert result.kind == fetch.NOT_HTML and "application/zip" in result.reason
+
+
+def test_a_pdf_comes_back_as_its_bytes_by_type_or_by_signature(fast_settings) -> None:
+    site = Site()
+    site.raw("/guide/a", b"%PDF-1.7 typed", "application/pdf")
+    site.raw("/guide/b", b"%PDF-1.7 generic", "application/octet-stream")
+    site.raw("/guide/c", b"not a pdf at all", "application/pdf")
+    site.raw("/guide/d", b"\x00\x01 binary", "application/octet-stream")
+    with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
+        a, b, c, d = (fetcher.fetch(base + f"/guide/{x}") for x in "abcd")
+    assert (a.kind, a.pdf, a.html) == (fetch.OK, b"%PDF-1.7 typed", "")
+    assert (b.kind, b.pdf) == (fetch.OK, b"%PDF-1.7 generic")
+    assert c.kind == fetch.FAILED and "not a PDF" in c.reason
+    assert d.kind == fetch.NOT_HTML and "not a PDF" in d.reason
+
+
+def test_a_pdf_may_be_larger_than_a_page_but_not_than_its_own_limit(fast_settings) -> None:
+    settings = fast_settings.replace(max_page_bytes=1000, pdf_max_bytes=5000)
+    site = Site()
+    site.raw("/guide/ok.pdf", b"%PDF-1.7" + b" " * 3000, "application/pdf")
+    site.raw("/guide/big.pdf", b"%PDF-1.7" + b" " * 6000, "application/pdf")
+    with site.serve() as base, fetch.Fetcher(settings, base) as fetcher:
+        ok, big = fetcher.fetch(base + "/guide/ok.pdf"), fetcher.fetch(base + "/guide/big.pdf")
+    assert ok.kind == fetch.OK and ok.pdf is not None
+    assert big.kind == fetch.FAILED and "size limit" in big.reason
 
 
 def test_size_limit(fast_settings) -> None:

@@ -143,9 +143,11 @@ def test_environment_text_is_parsed_for_every_setting():
 
 # A value each rule refuses; every setting with a rule is listed, so that a new one is tested too.
 BAD = {
-    "guideline": "Bad Name", "max_age_hours": -1.0, "pg_pool_size": 0, "user_agent": " ", "timeout_s": 0.0,
+    "guideline": "Bad Name", "max_age_hours": -1.0, "pg_pool_size": 0, "pg_connect_timeout_s": 1,
+    "pg_statement_timeout_s": 0.0, "pg_pool_timeout_s": -1.0, "user_agent": " ", "timeout_s": 0.0,
     "fetch_deadline_s": 0.0, "retry_after_max_s": -1.0, "max_pages": -1, "retries": -1, "backoff_s": -0.1,
-    "delay_s": -1.0, "max_page_bytes": 0, "abort_after_failures": -1, "pipeline": "bm99", "threshold": 1.5,
+    "delay_s": -1.0, "max_page_bytes": 0, "abort_after_failures": -1, "pdf_max_bytes": 0, "pdf_max_pages": 0,
+    "pdf_max_stream_bytes": -1, "pdf_memory_mb": 0, "pdf_timeout_s": 0.0, "pipeline": "bm99", "threshold": 1.5,
     "reference_chars": 100, "specific_min_weight": 1.5, "frame_word_weight": -0.1, "patient_table_weight": 2.0,
     "synonym_dict_weight": -1.0, "compound_parts_weight": 1.1, "qa_page_weight": 1.5,
     "qa_threshold_exponent": 0.9, "max_candidates": 0, "index_workers": -1, "mode": "chat", "answer_chars": 0,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import psycopg
 import pytest
 
 from guiderag.errors import StoreError
@@ -90,10 +91,14 @@ def test_failure_inside_commit_rolls_back_everything(store_at):
         scrape(s, [page("http://x/a", "a")])
         before = s.corpus_version()
 
+        # the disk filling up, as each backend reports it
+        full = (sqlite3.OperationalError("database or disk is full") if s.backend.name == "sqlite"
+                else psycopg.errors.DiskFull("could not extend file: No space left on device"))
+
         class Boom(FetchedPage):
             @property
             def lines(self):  # type: ignore[override]
-                raise sqlite3.OperationalError("database or disk is full")
+                raise full
 
         run = s.begin_run("http://x/toc")
         bad = Boom.__new__(Boom)

@@ -48,7 +48,9 @@ def test_non_ascii_paths_are_percent_encoded_once() -> None:
     ("tel:0312345678", "電話", urls.SCHEME),
     ("https://www.example.org/guide/q1.html", "外部", urls.OFFSITE),
     ("http://127.0.0.1:9999/guide/q1.html", "another port is another site", urls.OFFSITE),
-    ("files/leaflet.pdf", "PDF", urls.NOT_HTML),
+    ("files/leaflet.pdf", "PDF", urls.CONTENT),  # a PDF inside the guide is read (scraper.pdf)
+    ("files/memo.pdf", "受診メモ（印刷用）", urls.PRINTABLE),  # a form or print edition, by its link text
+    ("files/leaflet.docx", "Word", urls.NOT_HTML),
     ("img/figure.png", "図", urls.NOT_HTML),
     ("/about.html", "このサイトについて", urls.NAVIGATION),
     ("/privacy.html", "個人情報", urls.NAVIGATION),
@@ -150,7 +152,8 @@ def test_sample_site_classification_precision_and_recall_are_one(fast_settings) 
     assert len(true_pos) / len(truth) == 1.0, sorted(truth - found)  # recall
     # Every kind of non-content link of the sample is recognised, with a reason.
     categories = {r.category for r in records}
-    assert {urls.SCHEME, urls.OFFSITE, urls.NOT_HTML, urls.NAVIGATION, urls.DUPLICATE,
+    # (its leaflet PDF, linked as 印刷用リーフレット, is a print edition: not read)
+    assert {urls.SCHEME, urls.OFFSITE, urls.PRINTABLE, urls.NAVIGATION, urls.DUPLICATE,
             urls.DISALLOWED} <= categories
     assert all(r.reason for r in records)
 

@@ -12,7 +12,6 @@ answer the question's own words give. The sample guideline, the real index and t
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -67,11 +66,8 @@ def ask(stub: OpenAIStub, db: Path, retriever, question: str, mode: str, **overr
 
 
 def audit_row(db: Path, audit_id: int) -> dict:
-    conn = sqlite3.connect(db)
-    try:
-        row = AuditLog(conn).get(audit_id)
-    finally:
-        conn.close()
+    with Store(db, create=False) as store:
+        row = AuditLog(store.conn).get(audit_id)
     assert row is not None
     return row
 
@@ -337,11 +333,8 @@ def test_a_failed_call_without_fallback_is_audited_with_what_the_model_did(db, s
     with OpenAIStub([Reply(status=500)]) as stub:
         with pytest.raises(ModelError):
             ask(stub, db, sample_retriever, THYMIC, "lines")
-    conn = sqlite3.connect(db)
-    try:
-        [row] = AuditLog(conn).rows()
-    finally:
-        conn.close()
+    with Store(db, create=False) as store:
+        [row] = AuditLog(store.conn).rows()
     use = json.loads(row["model_use"])["answer"]
     assert row["coverage"] == "error" and use["outcome"] == "failed" and "HTTP 500" in use["reason"]
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
 from guiderag.settings import AUTO_GUIDELINE, EXTRACT, MODEL_MODES, Settings
+from guiderag.store.connection import configure as configure_store
 
 # Absolute imports: `guiderag chat` hands this very file to `streamlit run`, which runs it
 # as __main__, outside its package.
@@ -154,6 +155,7 @@ def main() -> None:
         st.error(TEXT["settings_error"])
         st.markdown(error_details(exc), unsafe_allow_html=True)
         st.stop()
+    configure_store(settings)  # a PostgreSQL store's pool size and bounded waits
 
     st.title(TEXT["title"])
     st.caption(TEXT["intro"])

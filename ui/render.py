@@ -95,10 +95,11 @@ def format_date(iso: str | None, tz_name: str, *, with_time: bool = False) -> st
 
 
 def group_passages(passages: Sequence[ShownPassage]) -> list[list[ShownPassage]]:
-    """Runs of lines from the same page version, together, in order of first appearance."""
+    """Runs of lines from the same page version (of a PDF: the same PDF page), together,
+    in order of first appearance."""
     groups: dict[tuple[str, int], list[ShownPassage]] = {}
     for passage in passages:
-        groups.setdefault((passage.url, passage.version), []).append(passage)
+        groups.setdefault((passage.link, passage.version), []).append(passage)
     return list(groups.values())
 
 
@@ -115,9 +116,14 @@ def passage_html(runs: Sequence[ShownPassage], tz_name: str, page_lines: Sequenc
         lines = [line for line in str(run.text).splitlines() if line.strip()] or [run.text]
         quoted.extend(f'<span class="grag-line">{escape_text(line)}</span>' for line in lines)
     numbers = [n for run in runs for n in run.lines]
-    where = f"{TEXT['source']}：{link(first.url, first.title or first.url)}"
+    where = f"{TEXT['source']}：{link(first.link, first.title or first.url)}"
+    detail = []
+    if first.pdf_page is not None:  # 第3章 検査・診断と病期（PDF）p.5
+        detail.append(TEXT["pdf_page"].format(document=first.document_title or "PDF", page=first.pdf_page))
     if numbers:
-        where += escape_text(f"（{TEXT['lines'].format(lines=number_ranges(numbers, '〜'))}）")
+        detail.append(TEXT["lines"].format(lines=number_ranges(numbers, "〜")))
+    if detail:
+        where += escape_text(f"（{'、'.join(detail)}）")
     fetched = TEXT["fetched"].format(date=format_date(first.fetched_at, tz_name))
     version = TEXT["version"].format(version=first.version)
     source = (
@@ -125,22 +131,24 @@ def passage_html(runs: Sequence[ShownPassage], tz_name: str, page_lines: Sequenc
         f'<span class="grag-meta">{escape_text(fetched)}</span>'
         f'<span class="grag-meta">{escape_text(version)}</span>'
     )
-    whole = whole_page_html(page_lines, set(numbers)) if page_lines else ""
+    summary = TEXT["whole_pdf_page"].format(page=first.pdf_page) if first.pdf_page is not None else None
+    whole = whole_page_html(page_lines, set(numbers), summary) if page_lines else ""
     return (
         f'<div class="grag-passage"><div class="grag-quote">{"".join(quoted)}</div>'
         f'<div class="grag-source">{source}</div>{whole}</div>'
     )
 
 
-def whole_page_html(page_lines: Sequence[str], cited: set[int]) -> str:
-    """The stored page, one line per row, inside a closed <details>; cited lines marked."""
+def whole_page_html(page_lines: Sequence[str], cited: set[int], summary: str | None = None) -> str:
+    """The stored page (of a PDF: the cited PDF page's lines, the others blank), one line
+    per row, inside a closed <details>; cited lines marked."""
     rows = "".join(
         f'<span class="grag-pline{" grag-cited" if number in cited else ""}">{escape_text(line)}</span>'
         for number, line in enumerate(page_lines, start=1)
         if line.strip()
     )
     return (
-        f'<details class="grag-page"><summary>{escape_text(TEXT["whole_page"])}</summary>'
+        f'<details class="grag-page"><summary>{escape_text(summary or TEXT["whole_page"])}</summary>'
         f'<div class="grag-pagetext"><span class="grag-pagenote">{escape_text(TEXT["whole_page_note"])}</span>'
         f"{rows}</div></details>"
     )
@@ -216,7 +224,7 @@ def answer_html(
         parts.append(f'<p class="grag-guideline">{escape_text(which)}</p>')
     if answer.passages:
         parts.extend(
-            passage_html(runs, tz, (pages or {}).get((runs[0].url, runs[0].version)))
+            passage_html(runs, tz, (pages or {}).get((runs[0].link, runs[0].version)))
             for runs in group_passages(answer.passages)
         )
     else:  # not expected from the chatbot, but never show nothing

@@ -50,7 +50,7 @@ class Turn:
     answer: Answer | None = None
     error_kind: str | None = None  # "model" | "question" | "app"
     error_detail: str = ""
-    # the stored lines of each cited page version, by (url, version)
+    # the stored lines of each cited page version, by (passage link, version): of a PDF, its cited page's
     pages: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -159,6 +159,32 @@ def ask(
 
 
 def cited_pages(answer: Answer, pages: Sequence[PageVersion]) -> dict[tuple[str, int], tuple[str, ...]]:
-    """The stored lines of the page versions an answer cites (for "read the whole page")."""
-    wanted = {(p.url, p.version) for p in answer.passages}
-    return {(p.url, p.version): tuple(p.lines) for p in pages if (p.url, p.version) in wanted}
+    """The stored lines of the page versions an answer cites (for "read the whole page"),
+    by (passage link, version): of a PDF, the lines of the cited PDF page (the others
+    blank, so that every line keeps its number). `pages` are the retrievers' units: a
+    PDF's sections are put back together."""
+    cited = {(p.url, p.version) for p in answer.passages}
+    whole: dict[tuple[str, int], list[str]] = {}
+    layouts = {}
+    for page in pages:
+        key = (page.url, page.version)
+        if key not in cited:
+            continue
+        lines = whole.setdefault(key, [""] * len(page.lines))
+        lines.extend([""] * (len(page.lines) - len(lines)))
+        for i, line in enumerate(page.lines):
+            lines[i] = lines[i] or line
+        if page.pdf is not None:
+            layouts[key] = page.pdf
+    out: dict[tuple[str, int], tuple[str, ...]] = {}
+    for p in answer.passages:
+        doc = whole.get((p.url, p.version))
+        if doc is None:
+            continue
+        layout = layouts.get((p.url, p.version))
+        if layout is not None and p.pdf_page is not None:
+            on = layout.lines_on([p.pdf_page])
+            out[(p.link, p.version)] = tuple(line if n in on else "" for n, line in enumerate(doc, start=1))
+        else:
+            out[(p.link, p.version)] = tuple(doc)
+    return out

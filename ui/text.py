@@ -35,9 +35,11 @@ TEXT = {
     "not_covered_badge": "ガイドラインに記載がありません",
     "source": "出典",
     "lines": "{lines}行目",
+    "pdf_page": "{document}（PDF）p.{page}",
     "fetched": "取得日：{date}",
     "version": "版：{version}",
     "whole_page": "このページ全体を読む",
+    "whole_pdf_page": "PDFのp.{page}全体を読む",
     "whole_page_note": "取得したときの内容です。引用した行に色を付けています。",
     "audit": "記録番号 {audit_id}",
     "model_error": (
