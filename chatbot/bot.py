@@ -117,11 +117,11 @@ class Chatbot:
         """Whether the coverage model decides (settings.coverage_decision; the ours pipeline)."""
         return self.settings.coverage_decision == COVERAGE_MODEL and result.pipeline == OURS
 
-    def decision(self) -> CoverageDecision:
+    def decision(self, *, refresh: bool = False) -> CoverageDecision:
         """The coverage model of this guideline: its calibration when the store holds one
-        (read when this Chatbot first decides: a new calibration reaches the next ask), else
-        the shipped model of its form."""
-        if self._decision is None:
+        (read when this Chatbot first decides, or again with `refresh`: a new calibration
+        reaches the next ask), else the shipped model of its form."""
+        if self._decision is None or refresh:
             self._decision = CoverageDecision.for_retriever(self._ours(), self.store)
         return self._decision
 

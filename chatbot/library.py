@@ -130,6 +130,7 @@ class Library:
         judge = self._judge(gid)
         result = judge.retriever.search(question, None)
         if judge._model_decides(result):  # the coverage model decides, as it does for the answer
+            judge.decision(refresh=True)  # the judge outlives asks: read the current calibration
             verdict = judge._judge(question, result)
             return rt.Evidence(gid, float(result.top_score), None, verdict.covered, verdict.probability)
         coverage = judge._evidence(question, result) if result.governed else None

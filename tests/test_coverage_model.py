@@ -24,6 +24,14 @@ LEUKEMIA = "白血病の骨髄移植について教えて"
 HAIR = "髪が抜けるのはいつ頃ですか"  # 髪が抜ける -> 脱毛: the patient table only
 
 
+@pytest.fixture(scope="module")
+def sample(scraped_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session's sample store: the asks here write audit rows."""
+    from storekit import copy_store
+
+    return copy_store(scraped_sample, tmp_path_factory.mktemp("coverage-sample") / "guide.db")
+
+
 def _settings(db: Path, **changes: object) -> Settings:
     return Settings.load(env={}, db=str(db), progress=False, **changes)
 
@@ -96,8 +104,8 @@ def test_the_shipped_model_reproduces_its_reported_numbers_on_the_sample(scraped
     assert got[SAMPLE_IN].answered >= 0.92
 
 
-def test_a_disease_the_guideline_never_mentions_is_refused_and_named(scraped_sample: Path) -> None:
-    answer = _ask(scraped_sample, LEUKEMIA)
+def test_a_disease_the_guideline_never_mentions_is_refused_and_named(sample: Path) -> None:
+    answer = _ask(sample, LEUKEMIA)
     assert answer["coverage"] == "not_governed"
     assert answer["coverage_probability"] < answer["retrieval"]["coverage_model"]["operating_point"]
     assert any("『白血病』" in reason and "出てこない" in reason for reason in answer["coverage_reasons"]), \
@@ -149,17 +157,17 @@ def test_a_lay_question_reaching_the_guideline_through_the_patient_table_is_answ
     assert off["coverage_probability"] < answer["coverage_probability"]
 
 
-def test_the_rules_before_the_model_are_still_there(scraped_sample: Path) -> None:
+def test_the_rules_before_the_model_are_still_there(sample: Path) -> None:
     """coverage_decision=rules: the threshold and the evidence gate decide, no probability."""
-    answer = _ask(scraped_sample, LEUKEMIA, coverage_decision="rules")
+    answer = _ask(sample, LEUKEMIA, coverage_decision="rules")
     assert answer["coverage"] == "not_governed"
     assert answer["coverage_probability"] is None and answer["coverage_reasons"]
     assert "coverage_model" not in answer["retrieval"]
 
 
 @pytest.mark.parametrize("question", ["胸腺腫瘍にはどのような治療法がありますか？", "明日の東京の天気は？"])
-def test_every_answer_says_its_probability_and_why(scraped_sample: Path, question: str) -> None:
-    answer = _ask(scraped_sample, question)
+def test_every_answer_says_its_probability_and_why(sample: Path, question: str) -> None:
+    answer = _ask(sample, question)
     p = answer["coverage_probability"]
     assert isinstance(p, float) and 0.0 <= p <= 1.0
     assert answer["coverage_reasons"] and all(isinstance(r, str) and r for r in answer["coverage_reasons"])
