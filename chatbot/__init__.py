@@ -1,8 +1,11 @@
-"""The answer stage: keywords -> retrieval -> extract | lines | generate -> audit -> Answer.
+"""The answer stage: keywords -> retrieval -> evidence gate -> extract | lines | generate -> audit -> Answer.
 
 Public surface (ARCHITECTURE.md): `Chatbot(settings, retriever=None, llm=None).ask(question,
 mode=None) -> Answer` (one guideline); `Library(settings).ask(question, mode=None,
 guideline="auto") -> Answer` (routes to one guideline of the store, then asks its Chatbot);
+`shared_library(settings)`: the process's loaded Library, reloaded when Store.state()
+changes (chatbot.library_cache); `EvidenceGate(settings, retriever).judge(question, result)
+-> Verdict` (chatbot.gate); the answer modes behind `AnswerMode` (chatbot.modes);
 `LLMClient(settings).complete(system, user, **params) -> str`; `AuditLog(conn)` with
 `export_xlsx(path)` and `gaps()`.
 """
@@ -13,8 +16,11 @@ from guiderag.settings import MODES
 from .answer import GOVERNED, NOT_GOVERNED, Answer, ShownPassage
 from .audit import AuditLog, Gap
 from .bot import Chatbot
+from .gate import EvidenceGate, Measures, Verdict
 from .library import Library
+from .library_cache import shared_library
 from .llm import LLMClient
+from .modes import AnswerMode
 from .question import CleanQuestion, clean_question
 
 __all__ = [
@@ -22,12 +28,17 @@ __all__ = [
     "NOT_GOVERNED",
     "MODES",
     "Answer",
+    "AnswerMode",
     "AuditLog",
     "Chatbot",
     "CleanQuestion",
+    "EvidenceGate",
     "Gap",
     "LLMClient",
     "Library",
+    "Measures",
     "ShownPassage",
+    "Verdict",
     "clean_question",
+    "shared_library",
 ]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from guiderag.retrieval.result import Passage
+from guiderag.retrieval.retriever import Slots
 from guiderag.store import PageVersion
 
 from .answer import ShownPassage
@@ -31,9 +32,8 @@ from .answer_type import asked_kinds, gives
 from .shown import Pick, context_line, render
 
 Analyze = Callable[[str], Sequence[str]]
-# The retriever's query slots (retrieval.query): (mass, {corpus term: lambda}) per question
-# term; a line finds a slot at the best lambda of the alternatives it holds.
-Slots = Sequence[tuple[float, Mapping[str, float]]]
+# Slots: the retriever's query slots (retrieval.retriever): (mass, {corpus term: lambda}) per
+# question term; a line finds a slot at the best lambda of the alternatives it holds.
 # Bonus of a line that gives the kind of answer the question asks for (chatbot.answer_type:
 # a duration for どのくらい, a permission for 〜てもいい), against its overlap score in [0, 1].
 ANSWER_TYPE_WEIGHT = 0.35
@@ -44,7 +44,7 @@ LIST_ITEMS_BROUGHT = 6
 PASSAGE_WEIGHT = 0.25
 # Weight of the character-bigram overlap (fraction of the question's bigrams in the line),
 # a bonus on the line's term overlap. Not retrieval's bigram channel share
-# (retrieval.pipeline_ours.BIGRAM_WEIGHT, 0.3, a passage's score): a different quantity
+# (retrieval.scoring.BIGRAM_WEIGHT, 0.3, a passage's score): a different quantity
 # that happened to share its name; this one is used here only, as it always was.
 LINE_BIGRAM_WEIGHT = 0.5
 # How many of the best lines bring their next and previous lines as fillers.

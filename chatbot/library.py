@@ -5,11 +5,15 @@
 evidence, or by a topic-selection call when a model is configured), then answers with that
 guideline's `Chatbot`, unchanged: the answer, its refusal and its audit row are exactly
 what one guideline alone gives, plus `guideline` and `routing`. Retrievers are loaded
-once per guideline, on first use, and shared by every ask.
+once per guideline, on first use, and shared by every ask, and so is each guideline's
+evidence gate (chatbot.gate): routing measures a guideline's evidence with the very gate
+its answers are judged by.
 
 A Library may answer from several threads at once (the API, the chat's sessions): every
-ask opens its own store connection for its Chatbot (its audit row), the retrievers are
-read-only, and loading one is done once under a lock.
+ask opens its own store connection for its Chatbot (its audit row) unless it is given one
+(`store=`, one thread's own), the retrievers are read-only, the gates' analysis caches are
+thread-safe, and loading a retriever is done once under a lock. A process keeps its
+loaded libraries in chatbot.library_cache, keyed on the store's state.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from guiderag.store.pages import store_exists
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
+from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
 
@@ -41,12 +46,10 @@ class Library:
         retrievers: dict[str, Retriever] | None = None,
         llm: LLMClient | None = None,
         store: Store | None = None,
-        share_store: bool = False,
     ) -> None:
-        """`share_store`: every ask writes its audit row through `store`'s connection instead
-        of one of its own (for one thread only, e.g. an evaluation run)."""
+        """`store`: the connection the guidelines are read through (default: one of the
+        Library's own, closed with it); asks open their own unless given one."""
         self.settings = settings
-        self._share_store = share_store
         self.llm = llm or LLMClient(settings)
         self._own_store = store is None
         self.store = store or Store(settings.store, create=False)
@@ -54,13 +57,12 @@ class Library:
         # The guidelines that can answer: live, with live pages, in id order.
         self.guidelines: list[Guideline] = [g for g in self.store.guidelines() if counts.get(g.id)]
         self._retrievers: dict[str, Retriever] = dict(retrievers or {})
-        self._judges: dict[str, Chatbot] = {}
+        self._gates: dict[str, EvidenceGate] = {}
         self._loading = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
-        for judge in self._judges.values():
-            judge.close()
+        """Close the Library's own store connection (asks in flight have their own)."""
         if self._own_store:
             self.store.close()
 
@@ -91,6 +93,18 @@ class Library:
 
                 self._retrievers[gid] = load_retriever(self.settings, self.settings.guideline_scope(gid))
             return self._retrievers[gid]
+
+    def gate(self, gid: str) -> EvidenceGate:
+        """The evidence gate of one guideline (over its retriever), made on first use and
+        shared by routing and by every answer from that guideline."""
+        gate = self._gates.get(gid)
+        if gate is not None:
+            return gate
+        retriever = self.retriever(gid)
+        with self._loading:
+            if gid not in self._gates:
+                self._gates[gid] = EvidenceGate(self.settings, retriever)
+            return self._gates[gid]
 
     def loaded(self) -> list[Retriever]:
         """The retrievers loaded so far."""
@@ -125,31 +139,14 @@ class Library:
         return routing
 
     def evidence(self, gid: str, question: str) -> rt.Evidence:
-        """One guideline's retrieval evidence for a question (offline keywords), measured
-        by that guideline's own evidence gate."""
-        judge = self._judge(gid)
-        result = judge.retriever.search(question, None)
-        if judge._model_decides(result):  # the coverage model decides, as it does for the answer
-            judge.decision(refresh=True)  # the judge outlives asks: read the current calibration
-            verdict = judge._judge(question, result)
-            return rt.Evidence(gid, float(result.top_score), None, verdict.covered, verdict.probability)
-        coverage = judge._evidence(question, result) if result.governed else None
-        gate = self.settings.min_line_coverage
-        governed = result.governed and (coverage is None or coverage >= gate)
-        return rt.Evidence(gid, float(result.top_score), coverage, governed)
-
-    def _judge(self, gid: str) -> Chatbot:
-        """A Chatbot kept per guideline to measure the evidence gate as answers do (its
-        analysis cache persists); it never answers."""
-        judge = self._judges.get(gid)
-        if judge is not None:
-            return judge
-        retriever = self.retriever(gid)
-        with self._loading:
-            if gid not in self._judges:
-                self._judges[gid] = Chatbot(self.settings, retriever=retriever, llm=self.llm,
-                                            store=self.store)
-            return self._judges[gid]
+        """One guideline's retrieval evidence for a question (offline keywords), judged by
+        that guideline's own evidence gate: its coverage model (its calibration, read from
+        the store now), or under the rules as far as the threshold and the line coverage go
+        (chatbot.gate: the asked-figure rule is the answer's alone)."""
+        result = self.retriever(gid).search(question, None)
+        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=self.store)
+        p = verdict.coverage.probability if verdict.coverage is not None else None
+        return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered, p)
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
@@ -176,35 +173,38 @@ class Library:
 
     # -- asking ---------------------------------------------------------------------
     def ask(
-        self, question: str, mode: str | None = None, guideline: str | None = None, *, progress: Progress | None = None
+        self, question: str, mode: str | None = None, guideline: str | None = None, *,
+        progress: Progress | None = None, store: Store | None = None,
     ) -> Answer:
         """Route, then answer from the chosen guideline only (one audit row, as always);
-        `progress` as for Chatbot.ask."""
+        `progress` as for Chatbot.ask. `store`: the connection to write the audit row
+        through (one the calling thread alone uses, e.g. an evaluation run's), else the
+        answer opens its own."""
         name = self.check_requested(guideline)
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:
                 text = clean_question(question, self.settings).text
             except InputError:
                 # the first guideline's chatbot records the refused question, as one alone would
-                with self.chatbot(self.ids[0], None) as bot:
+                with self.chatbot(self.ids[0], None, store=store) as bot:
                     return bot.ask(question, mode)
             routing = self.route(text, name)
         else:
             routing = self.route(question, name)
-        with self.chatbot(routing.chosen, routing) as bot:
+        with self.chatbot(routing.chosen, routing, store=store) as bot:
             return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
 
-    def chatbot(self, gid: str, routing: rt.Routing | None) -> Chatbot:
-        """A fresh Chatbot (a new session) over one guideline, with a store connection of its
-        own (closed with it): asks on several threads never share one."""
-        return Chatbot(self.settings, retriever=self.retriever(gid), llm=self.llm,
-                       store=self.store if self._share_store else None,
-                       guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None)
+    def chatbot(self, gid: str, routing: rt.Routing | None, *, store: Store | None = None) -> Chatbot:
+        """A fresh Chatbot (a new session) over one guideline, with the guideline's shared
+        retriever and evidence gate, and `store`, else a store connection of its own (closed
+        with it): asks on several threads never share one."""
+        return Chatbot(self.settings, retriever=self.retriever(gid), llm=self.llm, store=store,
+                       guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None,
+                       gate=self.gate(gid))
 
     def corpus_versions(self) -> str:
         """The corpus version of each loaded guideline, for a results workbook's meta."""
-        versions = {r.guideline: r.corpus_version
-                    for r in self._retrievers.values()}
+        versions = {r.guideline: r.corpus_version for r in self._retrievers.values()}
         if len(versions) == 1:
             return next(iter(versions.values()))
         return "; ".join(f"{g}={v}" for g, v in sorted(versions.items()))

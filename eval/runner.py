@@ -26,7 +26,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import EvalError, GuideragError, ModelNotConfiguredError
 from guiderag.progress import Progress
@@ -36,6 +36,12 @@ from guiderag.clock import utc_now
 
 from . import metrics
 from .workbook import IN_SCOPE, Question, write_results
+
+if TYPE_CHECKING:  # the chatbot and retrieval load MeCab and numpy: imported when a run starts
+    from guiderag.chatbot.answer import Answer
+    from guiderag.chatbot.llm import LLMClient
+    from guiderag.retrieval import Retriever
+    from guiderag.retrieval.result import RetrievalResult
 
 # Rewrite the workbook at most this often while a run goes on (seconds), and never more
 # often than every CHECKPOINT_COST_FACTOR times what the last save took.
@@ -105,8 +111,8 @@ class _PageLines:
 
 def score(
     question: Question,
-    answer: Any,
-    retrieval: Any,
+    answer: Answer,
+    retrieval: RetrievalResult | None,
     latency_ms: float,
     page_lines: Callable[[str, int | None], Sequence[str]] | None,
     guideline_of: Callable[[str | None], str | None] | None = None,
@@ -169,14 +175,14 @@ def score(
     return row
 
 
-def _model_columns(answer: Any) -> dict:
+def _model_columns(answer: Answer) -> dict:
     """What the answer model did (None in extract mode, where none is asked)."""
-    use = (getattr(answer, "model_use", None) or {}).get("answer")
-    summary = getattr(answer, "summary", None)
+    use = answer.model_use.get("answer")
+    summary = answer.summary
     repeats = metrics.repeats_itself(summary) if summary else None
     if use is None:
         return {"model_outcome": None, "model_fell_back": None, "model_declined": None, "summary_repeats": repeats}
-    outcome = use.get("outcome")
+    outcome: str = use["outcome"]
     return {"model_outcome": outcome + (f" ({use['code']})" if use.get("code") else ""),
             "model_fell_back": outcome == "fell_back", "model_declined": outcome == "declined",
             "summary_repeats": repeats}
@@ -202,7 +208,7 @@ def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:
     return row
 
 
-def _candidates(retrieval: Any, data: dict) -> list[tuple[str, float]]:
+def _candidates(retrieval: RetrievalResult | None, data: dict) -> list[tuple[str, float]]:
     """(url, score) of the candidate pages, best first."""
     if retrieval is not None:
         pairs = [(c.url, float(c.score)) for c in retrieval.candidates]
@@ -215,45 +221,40 @@ def _candidates(retrieval: Any, data: dict) -> list[tuple[str, float]]:
     return sorted(seen.items(), key=lambda kv: -kv[1])
 
 
-def make_library(settings: Settings, retriever: Any = None, llm: Any = None, store: Any = None) -> Any:
-    """The store's guidelines (chatbot.Library), `retriever` standing for the guideline
-    it was loaded for. Every guideline's retriever is loaded here, once."""
-    from guiderag.chatbot import Library
-
-    retrievers = {}
-    if retriever is not None:
-        retrievers[retriever.guideline] = retriever
-    library = Library(settings, retrievers=retrievers, llm=llm, store=store, share_store=store is not None)
-    for gid in library.ids or [settings.guideline or _only_guideline(settings)]:
-        library.retriever(gid)  # a stale index is rebuilt here, before any question is timed
-    return library
-
-
-def _only_guideline(settings: Settings) -> str:
-    from guiderag.retrieval.corpus import resolve_guideline
-
-    return resolve_guideline(settings).id
+def seeded(retriever: Retriever | None) -> dict[str, Retriever] | None:
+    """A retriever already loaded, by the guideline it serves (chatbot.library_cache.load_library)."""
+    return {retriever.guideline: retriever} if retriever is not None else None
 
 
 class _Asker:
     """Asks questions one at a time, each in a fresh Chatbot (routed to a guideline of the
-    store first), and scores the answers."""
+    store first), and scores the answers.
 
-    def __init__(self, settings: Settings, mode: str, retriever: Any = None, llm: Any = None) -> None:
-        from guiderag.chatbot.llm import LLMClient
+    The library is the process's shared one for these settings (chatbot.library_cache),
+    taken once: the whole run answers from the corpus it was loaded for. A `retriever` or
+    `llm` passed in makes a library of the run's own around them instead."""
+
+    def __init__(self, settings: Settings, mode: str, retriever: Retriever | None = None,
+                 llm: LLMClient | None = None) -> None:
+        from guiderag.chatbot.library_cache import load_library, shared_library
 
         self.settings = settings
         self.mode = mode
-        self.llm = llm or LLMClient(settings)
         self.page_lines = _PageLines(settings.store)
-        self.library = make_library(settings, retriever, self.llm, self.page_lines.store)
+        self._own_library = retriever is not None or llm is not None
+        try:
+            self.library = (load_library(settings, seeded(retriever), llm) if self._own_library
+                            else shared_library(settings))
+        except BaseException:
+            self.page_lines.close()
+            raise
 
     def ask(self, q: Question) -> dict:
         # A fresh session: a new Chatbot (Library.ask makes one), sharing only read-only or
-        # pooled resources.
+        # pooled resources; its audit row goes through the run's store connection.
         t0 = time.perf_counter()
         try:
-            ans = self.library.ask(q.question, self.mode)
+            ans = self.library.ask(q.question, self.mode, store=self.page_lines.store)
             latency = (time.perf_counter() - t0) * 1000.0
             return score(q, ans, ans.retrieval_result, latency, self.page_lines.lines, self.page_lines.guideline_of)
         except ModelNotConfiguredError:
@@ -262,7 +263,8 @@ class _Asker:
             return failed_row(q, exc, (time.perf_counter() - t0) * 1000.0)
 
     def close(self) -> None:
-        self.library.close()
+        if self._own_library:
+            self.library.close()
         self.page_lines.close()
 
 
@@ -299,8 +301,8 @@ def run_questions(
     out_path: Path | None,
     *,
     mode: str | None = None,
-    retriever: Any = None,
-    llm: Any = None,
+    retriever: Retriever | None = None,
+    llm: LLMClient | None = None,
     label: str = "eval",
     extra_meta: Sequence[tuple[str, Any]] = (),
 ) -> RunOutcome:
@@ -378,7 +380,11 @@ def run_questions(
 
     try:
         if workers > 1:
-            library = make_library(settings, retriever)  # (re)builds stale indexes once, here
+            # (re)builds stale indexes once, here; not the shared library: the workers load
+            # their own, and this process need not hold every retriever meanwhile
+            from guiderag.chatbot.library_cache import load_library
+
+            library = load_library(settings, seeded(retriever))
             corpus_version = library.corpus_versions()
             library.close()
         else:

@@ -10,12 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import InputError
-
-if TYPE_CHECKING:
-    from .scopes import StoreConfig
 
 # The one a store holds when none is named, and what `ask` routes by itself.
 DEFAULT_GUIDELINE = "default"
@@ -41,6 +38,18 @@ def check_guideline_id(gid: str) -> str:
     return gid
 
 
+class StoreLocation(Protocol):
+    """Where a store's files live (guiderag.scopes.StoreConfig is one): known by this
+    interface only, so that scopes, which checks guideline ids, and this module do not
+    import each other."""
+
+    @property
+    def db(self) -> Path: ...
+
+    @property
+    def index_root(self) -> Path | None: ...
+
+
 @dataclass(frozen=True)
 class GuidelineScope:
     """One guideline of one store: what the scraper, `check` and retrieval work on."""
@@ -56,7 +65,7 @@ class GuidelineScope:
     check_status_path: Path
 
     @classmethod
-    def of(cls, store: StoreConfig, gid: str) -> GuidelineScope:
+    def of(cls, store: StoreLocation, gid: str) -> GuidelineScope:
         """The scope of guideline `gid` (an id, not "" or auto: resolve those first) of a store."""
         check_guideline_id(gid)
         db = store.db

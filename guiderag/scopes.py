@@ -7,7 +7,7 @@ its own (`settings.retrieval`). A field without `setting()` is derived, not conf
 docs/settings.md is generated from these declarations (`guiderag config --markdown`).
 
 Knobs no deployment should turn are constants beside the code that uses them, with what
-was measured (the ranking formula's parameters in retrieval/pipeline_ours.py, query.py,
+was measured (the ranking formula's parameters in retrieval/scoring.py, query.py,
 bm25.py, passages.py; the heading rule in store/structure.py; the benchmark's split in
 eval/jsquad.py).
 """

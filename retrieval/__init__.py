@@ -6,7 +6,8 @@ Public surface (ARCHITECTURE.md):
   for `ours` the index is loaded, and rebuilt when missing, corrupt or stale;
 - `Retriever.search(question, keywords=None) -> RetrievalResult`,
   `.offline_keywords(question, k)`, `.idf(term)`, `.analyze(text)` (question terms, framing words
-  dropped), `.query_weights(question, keywords)` (ours), `.pages`, `.corpus_version`;
+  dropped), `.query_weights(question, keywords)`, `.query_slots(question, keywords)` (ours; the
+  protocol has none), `.pages`, `.corpus_version`, `.guideline` (the id of the one it serves);
 - `analyze(text)`: the module-level, picklable analyzer;
 - keywords: `KEYWORD_PROMPT`, `keyword_prompt`, `parse_keywords` for a model's reply.
 """

@@ -26,7 +26,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, cast
+from typing import Iterable, cast
 
 import MeCab
 
@@ -48,10 +48,8 @@ from .tokens import (
     VERB,
     Term,
     Token,
+    TokenRewrite,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .synonyms import SynonymTable
 
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
@@ -378,7 +376,7 @@ _BIGRAM_CACHE: dict[str, tuple[str, ...]] = {}
 class Analyzer:
     """A configured analyzer (synonyms, parts, verbs). Picklable: holds no tagger."""
 
-    synonyms: "SynonymTable | None" = None
+    synonyms: TokenRewrite | None = None  # a maintainer's synonyms (retrieval.synonyms)
     parts: bool = True
     verbs: bool = True
 

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from guiderag.settings import PROTOCOL, Settings
+from guiderag.settings import DEFAULT_GUIDELINE, PROTOCOL, Settings
 from guiderag.store import PageVersion
 
 from .analyzer import protocol_nouns, tagger
@@ -224,7 +224,7 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
     started = time.perf_counter()
     loaded = load_data(index_dir)
     load_s = time.perf_counter() - started
-    retriever = OursRetriever(settings, corpus.pages, loaded, analyzer)
+    retriever = OursRetriever(settings, corpus.pages, loaded, analyzer, guideline=DEFAULT_GUIDELINE)
     retriever.search(corpus.queries[0])  # warm-up
     say(f"bench: {n_pages} pages: {len(corpus.queries)} queries (ours)")
     ours_ms: list[float] = []
@@ -236,7 +236,8 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
         governed += result.governed
     say(f"bench: {n_pages} pages: protocol (refit per query)")
     docs = [protocol_nouns(page_text(p)) for p in corpus.pages]
-    protocol = ProtocolRetriever(settings.replace(pipeline=PROTOCOL), corpus.pages, "bench", docs=docs)
+    protocol = ProtocolRetriever(settings.replace(pipeline=PROTOCOL), corpus.pages, "bench", docs=docs,
+                                  guideline=DEFAULT_GUIDELINE)
     proto_ms: list[float] = []
     spent = 0.0
     for q in corpus.queries:

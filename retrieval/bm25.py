@@ -1,7 +1,7 @@
 """The BM25 arithmetic of the index: saturated term weights, presence, idf.
 
 Matrix values are BM25's saturated term frequency divided by (k1 + 1), so in [0, 1]; a
-query score (retrieval.pipeline_ours) is sum(idf * weight) / sum(idf over all query
+query score (retrieval.scoring) is sum(idf * weight) / sum(idf over all query
 terms), also in [0, 1]. tests/test_scorer_reference.py pins the whole score against a
 plain implementation of the formula.
 """

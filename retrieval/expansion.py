@@ -16,7 +16,7 @@ Two resources, both applied to QUESTIONS only (the index keeps the guideline's w
 Each expansion names the question's terms it stands for and a corpus term it reaches,
 with a weight below 1 (settings.patient_table_weight, settings.synonym_dict_weight): the
 pipeline counts the question's term as found, at that weight, where the corpus term is
-(retrieval.pipeline_ours). `Expansion.to_json` is what the answer's `retrieval` lists.
+(retrieval.scoring). `Expansion.to_json` is what the answer's `retrieval` lists.
 """
 from __future__ import annotations
 

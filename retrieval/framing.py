@@ -3,7 +3,7 @@
 Patients wrap a question in feelings (心配です, 不安です, 気になる, 怖い), requests
 (教えてください, 知りたい, お願いします), question words (いつ頃) and who is asking
 (うちの父が, 妻が). None of them says what the question is about, yet each one counted
-in the question's idf mass (the refusal signal's denominator, retrieval.pipeline_ours)
+in the question's idf mass (the refusal signal's denominator, retrieval.scoring)
 and in the evidence gate's (chatbot.extract.line_coverage): a framing word the guideline
 rarely uses weighed more than the topic itself, and 「抗がん剤の副作用が心配です」 was
 refused.

@@ -31,7 +31,7 @@ from guiderag.store.structure import title_line
 from .analyzer import Analyzer, protocol_nouns
 from .keywords import KEYWORD_COUNT, clean_keywords
 from .result import Candidate, Passage, RetrievalResult
-from .retriever import Retriever
+from .retriever import Retriever, Slots
 
 _WS = re.compile(r"\s+")
 
@@ -94,6 +94,10 @@ class ProtocolRetriever(Retriever):
 
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
+
+    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
+        """None: the protocol searches with its keywords' nouns, not with slots."""
+        return []
 
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
         """The protocol's own nouns of the question with the highest IDF over its page texts."""

@@ -23,8 +23,8 @@ Each distinct term of the question is a slot. A slot has
   patient table target the guideline never uses whose words it does (胃切除 where it says
   胃を切除) is found where one line says its words, at patient_table_weight times it.
 A slot's idf is its term's when the corpus has it, else that of its best alternative,
-else the idf of an unseen term (times pipeline_ours.UNKNOWN_TERM_WEIGHT). The scoring formula
-is in retrieval.pipeline_ours.
+else the idf of an unseen term (times scoring.UNKNOWN_TERM_WEIGHT). The scoring formula
+is in retrieval.scoring.
 
 The character-bigram channel reads the question's content spans: a span whose term the
 corpus never uses gives the bigrams of its best alternative instead (the bigrams of

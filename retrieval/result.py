@@ -95,6 +95,12 @@ class RetrievalResult:
     def reference_chars(self) -> int:
         return len(self.reference_text)
 
+    @property
+    def model_reference(self) -> str:
+        """The reference as a model reads it (generate mode): the protocol's literal
+        reference as published, else the whole lines of the passages."""
+        return self.literal_reference or self.reference_text
+
     def to_json(self) -> dict:
         """The contract's `retrieval` object."""
         return {

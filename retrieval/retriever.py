@@ -2,17 +2,25 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
 from .result import RetrievalResult
 
+# The evidence gate's view of one query (retrieval.query): (mass, {corpus term: lambda}) per
+# slot; a line finds a slot at the best lambda of the alternatives it holds.
+Slots = Sequence[tuple[float, Mapping[str, float]]]
+
 
 class Retriever(ABC):
-    """search(question, keywords) -> RetrievalResult over one corpus version of one
-    guideline (`guideline`, its id)."""
+    """search(question, keywords) -> RetrievalResult over one corpus version of one guideline.
+
+    Everything the answer stage asks of retrieval is here (chatbot.gate, chatbot.modes):
+    `search`, `offline_keywords`, `idf`, `analyze`, `query_weights`, `query_slots`, and
+    `pages`, `corpus_version`, `guideline` (the id of the guideline it serves), `pipeline`.
+    """
 
     pipeline: str = ""
 
@@ -38,6 +46,12 @@ class Retriever(ABC):
     @abstractmethod
     def analyze(self, text: str) -> list[str]:
         """The analyzer terms of `text` as this retriever sees them (synonyms applied)."""
+
+    @abstractmethod
+    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
+        """The query as slots, for the question alone and (when they add anything) with the
+        keywords; [] when the pipeline has no slots (the evidence gate and extract then
+        weigh the question's terms with `query_weights`)."""
 
     def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
         """Each query term's weight in the question's mass, as the evidence gate weighs it

@@ -1,11 +1,13 @@
 """The vocabulary of the analyzer: token kinds, stop words, and the Token and Term tuples.
 
 Apart from retrieval.analyzer so that the modules working on tokens (framing, synonyms)
-and the analyzer that makes them can import it without importing each other.
+and the analyzer that makes them can import it without importing each other: the
+analyzer applies a maintainer's synonyms as a `TokenRewrite` (retrieval.synonyms'
+SynonymTable is one), which it knows by this interface only.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 # Token kinds.
 NOUN, PROPER, PREFIX, SUFFIX, ASCII, VERB, SYNONYM, OTHER = "N", "P", "pre", "suf", "A", "V", "S", "X"
@@ -40,3 +42,12 @@ class Term(NamedTuple):
     @property
     def is_noun(self) -> bool:
         return self.kind in NOUN_KINDS
+
+
+class TokenRewrite(Protocol):
+    """Tokens in, tokens out, with a fingerprint of the rules (an index built with other
+    rules is rebuilt): retrieval.synonyms.SynonymTable."""
+
+    def apply(self, tokens: list[Token]) -> list[Token]: ...
+
+    def fingerprint(self) -> str: ...

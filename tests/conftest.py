@@ -21,6 +21,16 @@ def fast_settings(tmp_path: Path) -> Settings:
 
 
 
+@pytest.fixture(autouse=True)
+def _no_library_left_loaded():
+    """Each test starts without the libraries an earlier test loaded into this process
+    (chatbot.library_cache keeps one per settings, as a server does)."""
+    yield
+    cache = sys.modules.get("guiderag.chatbot.library_cache")
+    if cache is not None:
+        cache.clear()
+
+
 @pytest.fixture
 def no_settings_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GUIDERAG_* / OPENAI_* value of the shell running pytest reaches the test."""

@@ -353,7 +353,6 @@ def test_concurrent_sessions_get_the_same_answers_as_one_at_a_time(store_copy: P
     import threading
 
     settings = Settings.load()
-    status = store_status(settings)
     questions = [IN_SCOPE, OUT_OF_SCOPE, "胸腺腫の手術について知りたい", "放射線治療の副作用は？",
                  "抗がん剤治療はどのように行いますか", "再発したときの治療は？"]
 
@@ -361,13 +360,13 @@ def test_concurrent_sessions_get_the_same_answers_as_one_at_a_time(store_copy: P
         a = turn.answer
         return (turn.error_kind, a.coverage, a.answer, tuple(a.keywords)) if a else (turn.error_kind,)
 
-    expected = {q: shown(session.ask(q, "extract", settings, status)) for q in questions}
+    expected = {q: shown(session.ask(q, "extract", settings)) for q in questions}
     got: list[tuple[str, tuple]] = []
 
     def browser_session(offset: int) -> None:
         for i in range(len(questions) * 6):
             q = questions[(i + offset) % len(questions)]
-            got.append((q, shown(session.ask(q, "extract", settings, status))))
+            got.append((q, shown(session.ask(q, "extract", settings))))
 
     threads = [threading.Thread(target=browser_session, args=(n,)) for n in range(4)]
     for t in threads:
@@ -455,28 +454,29 @@ def test_a_slow_model_answer_does_not_hold_up_another_session(
 
     gate = threading.Event()
     if one_lock:
+        from guiderag.chatbot import library_cache
+
         class Serialized(session.Library):
             def ask(self, *args, **kwargs):  # type: ignore[override]
                 with session.INDEX_LOCK:
                     return super().ask(*args, **kwargs)
 
-        monkeypatch.setattr(session, "Library", Serialized)
+        monkeypatch.setattr(library_cache, "Library", Serialized)
     with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
         for key, value in {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "test",
                            "GUIDERAG_ANSWER_MODEL": "stub-model", "GUIDERAG_MODEL_TIMEOUT_S": "60"}.items():
             clean_env.setenv(key, value)
         settings = Settings.load()
-        status = store_status(settings)
-        session.get_library(settings, status)  # loaded: what follows is answering only
+        session.get_library(settings)  # loaded: what follows is answering only
         slow: list[session.Turn] = []
-        waiting = threading.Thread(target=lambda: slow.append(session.ask(IN_SCOPE, "lines", settings, status)))
+        waiting = threading.Thread(target=lambda: slow.append(session.ask(IN_SCOPE, "lines", settings)))
         waiting.start()
         deadline = time.monotonic() + 30
         while stub.calls == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert stub.calls == 1  # the first patient's answer is with the model now
         quick: list[session.Turn] = []
-        other = threading.Thread(target=lambda: quick.append(session.ask(OUT_OF_SCOPE, "extract", settings, status)))
+        other = threading.Thread(target=lambda: quick.append(session.ask(OUT_OF_SCOPE, "extract", settings)))
         other.start()
         other.join(timeout=10)
         answered_meanwhile = not other.is_alive()
@@ -501,7 +501,7 @@ def test_the_progress_line_says_what_is_happening_and_for_how_long(store_copy: P
                 seen.append((stage, chars))
                 super().update(stage, chars)
 
-        turn = session.ask(IN_SCOPE, "lines", settings, store_status(settings), activity=Recorder())
+        turn = session.ask(IN_SCOPE, "lines", settings, activity=Recorder())
     assert turn.answer is not None and turn.answer.model_use["answer"]["outcome"] == "answered"
     stages = [s for s, _ in seen]
     assert stages[0] == "searching" and "keywords" in stages and "answering" in stages

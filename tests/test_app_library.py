@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from guiderag.cli import main
 from guiderag.settings import Settings
-from guiderag.ui import session
+from guiderag.chatbot import library_cache
 from guiderag.ui.text import TEXT
 from library_sites import gastric_site, thymus_site
 from test_app import ask, start_app  # tests/ is on sys.path (conftest.py)
@@ -82,7 +82,7 @@ def test_the_sidebar_warns_after_a_diverged_check_and_on_an_old_corpus(two_store
 def test_one_guideline_keeps_the_sidebar_as_it_was(fast_env: Path) -> None:
     with thymus_site().serve() as base:
         assert main(["scrape", base + "/thymus/index.html"]) == 0
-    session._LIBRARIES.clear()
+    library_cache.clear()
     at = start_app()
     assert not at.sidebar.selectbox and at.sidebar.subheader[0].value == TEXT["sidebar_guideline"]
     at = ask(at, "胸腺腫の治療にはどのような方法がありますか？")

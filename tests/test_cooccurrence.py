@@ -1,12 +1,12 @@
 """Proximity in the `ours` pipeline: a question's terms said together on one line outrank
 the same terms scattered over unrelated lines of a passage window (retrieval.index.line_spans,
-retrieval.pipeline_ours.SPAN_WEIGHT)."""
+retrieval.scoring.SPAN_WEIGHT)."""
 from __future__ import annotations
 
 import pytest
 
 from guiderag import retrieval
-from guiderag.retrieval import pipeline_ours
+from guiderag.retrieval import scoring
 from guiderag.retrieval.passages import line_spans, span_range
 from retrieval_corpus import BASE, settings_for, write_pages
 
@@ -46,7 +46,7 @@ def _page_scores(settings) -> dict[str, float]:
 
 def test_terms_on_one_line_outrank_terms_scattered_over_a_window(db, monkeypatch):
     near = _page_scores(settings_for(db, threshold=0.0))
-    monkeypatch.setattr(pipeline_ours, "SPAN_WEIGHT", 0.0)  # no proximity factor
+    monkeypatch.setattr(scoring, "SPAN_WEIGHT", 0.0)  # no proximity factor
     plain = _page_scores(settings_for(db, threshold=0.0))
     # the trap: by window alone the scattered page (more occurrences) wins
     assert plain[BASE + "q6.html"] > plain[BASE + "q5.html"]
@@ -58,7 +58,7 @@ def test_terms_on_one_line_outrank_terms_scattered_over_a_window(db, monkeypatch
 
 
 def test_full_span_weight_keeps_scores_in_range_and_order(db, monkeypatch):
-    monkeypatch.setattr(pipeline_ours, "SPAN_WEIGHT", 1.0)
+    monkeypatch.setattr(scoring, "SPAN_WEIGHT", 1.0)
     scores = _page_scores(settings_for(db, threshold=0.0))
     assert scores[BASE + "q5.html"] > scores[BASE + "q6.html"] > 0.0
     assert all(0.0 <= s <= 1.0 for s in scores.values())

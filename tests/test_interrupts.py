@@ -181,9 +181,11 @@ def earlier_results(fast_env: Path, tmp_path: Path, capsys) -> tuple[Path, Path,
 def test_ctrl_c_before_the_first_question_leaves_the_earlier_workbook_alone(
         earlier_results, capsys, monkeypatch, sigint_raises) -> None:
     from guiderag import retrieval
+    from guiderag.chatbot import library_cache
 
     questions, out, before = earlier_results
     real = retrieval.load_retriever
+    library_cache.clear()  # the earlier run's library stays loaded in this process: load anew
 
     def interrupted_while_loading(settings, guideline=None):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the index loads

@@ -1,6 +1,6 @@
 """The default pipeline's scores against a plain, slow implementation of their formula.
 
-retrieval.pipeline_ours documents the score of a passage x; here it is computed again
+retrieval.scoring documents the score of a passage x; here it is computed again
 with dictionaries and loops, from nothing but the analyzer's terms and bigrams of each
 text and the passages and line spans of each page, on random corpora and parameters (the
 formula's constants, patched per case, and the settings that weigh in). The
@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from guiderag.retrieval import bm25, passages, pipeline_ours
+from guiderag.retrieval import bm25, passages, scoring
 from guiderag.retrieval.analyzer import char_bigrams
 from guiderag.retrieval.bench import generate_corpus
 from guiderag.retrieval.build import build_data
@@ -33,9 +33,9 @@ from guiderag.store import PageVersion, structure
 # by the names the reference below uses.
 CONSTANTS = {
     "bm25_k1": (bm25, "K1"), "bm25_b": (bm25, "B"), "passage_chars": (passages, "PASSAGE_CHARS"),
-    "heading_max_chars": (structure, "HEADING_MAX_CHARS"), "bigram_weight": (pipeline_ours, "BIGRAM_WEIGHT"),
-    "span_weight": (pipeline_ours, "SPAN_WEIGHT"), "page_weight": (pipeline_ours, "PAGE_WEIGHT"),
-    "score_power": (pipeline_ours, "SCORE_POWER"), "unknown_term_weight": (pipeline_ours, "UNKNOWN_TERM_WEIGHT"),
+    "heading_max_chars": (structure, "HEADING_MAX_CHARS"), "bigram_weight": (scoring, "BIGRAM_WEIGHT"),
+    "span_weight": (scoring, "SPAN_WEIGHT"), "page_weight": (scoring, "PAGE_WEIGHT"),
+    "score_power": (scoring, "SCORE_POWER"), "unknown_term_weight": (scoring, "UNKNOWN_TERM_WEIGHT"),
 }
 
 
@@ -221,7 +221,7 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict, monk
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
     analyzer = make_analyzer(settings)
     data = build_data(pages, "v", settings, analyzer)
-    retriever = OursRetriever(settings, pages, data, analyzer)
+    retriever = OursRetriever(settings, pages, data, analyzer, guideline="default")
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
     with_parts = 0
     vocab = sorted(data.term_vocab)

@@ -212,7 +212,7 @@ def test_unknown_and_former_variables_are_reported():
                                   "GUIDERAG_THRESHOLD": "0.3", "GUIDERAG_MODEL": "m", "HOME": "/root"})
     assert warnings == [
         "GUIDERAG_SPAN_WEIGHT is ignored: span_weight is no longer a setting (the constant "
-        "retrieval.pipeline_ours.SPAN_WEIGHT); unset it",
+        "retrieval.scoring.SPAN_WEIGHT); unset it",
         "GUIDERAG_TRESHOLD is not a setting and is ignored (`guiderag config` lists them)",
     ]
 

@@ -54,6 +54,7 @@ class StoreStatus:
     last_scraped: str | None  # finished_at of that scrape (ISO-8601 UTC)
     last_run_id: int | None
     guidelines: tuple[GuidelineStatus, ...] = ()  # the ones with pages, in id order
+    state: str | None = None  # Store.state() as read for this status (None: no store)
 
     @property
     def empty(self) -> bool:
@@ -83,6 +84,7 @@ def store_status(settings: Settings) -> StoreStatus:
             "SELECT COUNT(*) FROM pages WHERE removed_at IS NULL"
         ).fetchone()[0]
         run = store.last_run()
+        state = store.state()
         counts = store.page_counts()
         guidelines = []
         for g in store.guidelines():
@@ -98,6 +100,7 @@ def store_status(settings: Settings) -> StoreStatus:
         last_scraped=(run.get("finished_at") or run.get("started_at")) if run else None,
         last_run_id=int(run["id"]) if run else None,
         guidelines=tuple(guidelines),
+        state=state,
     )
 
 

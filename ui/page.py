@@ -70,7 +70,7 @@ def answer_with_progress(
     done: dict[str, Turn] = {}
 
     def work() -> None:
-        done["turn"] = ask(question, mode, settings, status, guideline, activity)
+        done["turn"] = ask(question, mode, settings, guideline=guideline, activity=activity)
 
     worker = threading.Thread(target=work, name="guiderag-answer", daemon=True)
     box = st.empty()
@@ -193,7 +193,7 @@ def main() -> None:
         if mode in MODEL_MODES or keywords_model or not retriever_loaded(settings, status):
             turn = answer_with_progress(question, mode, settings, status, guideline)
         else:
-            turn = ask(question, mode, settings, status, guideline)
+            turn = ask(question, mode, settings, guideline=guideline)
         render_reply(turn, settings)
     history.append(turn)
 

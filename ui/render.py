@@ -191,7 +191,7 @@ def answer_html(
     tz = settings.display_timezone
     parts: list[str] = []
     # Notes for the user (a long question was cut; the model failed and extract answered).
-    notes = [str(n) for n in getattr(answer, "notes", None) or [] if str(n).strip()]
+    notes = [str(n) for n in answer.notes if str(n).strip()]
     if answer.error:
         unusable = answer.model_use.get("answer", {}).get("failure") == "reply"
         notes.append(TEXT["model_unusable"] if unusable else TEXT["model_fallback"])
@@ -253,8 +253,8 @@ def progress_html(stage: str, seconds: float, chars: int = 0) -> str:
 def answered_from(answer: Answer) -> str:
     """"回答したガイドライン：…" when the store holds several guidelines (routing chose one),
     else "" (one guideline: nothing to say)."""
-    routing = getattr(answer, "routing", None) or {}
-    guideline = getattr(answer, "guideline", None)
+    routing = answer.routing or {}
+    guideline = answer.guideline
     if routing.get("method") in (None, "only") or not guideline:
         return ""
     return TEXT["answered_from"].format(title=guideline.get("title") or guideline.get("id"))

@@ -1,30 +1,30 @@
 """One patient's question in the chat: answered on its own, with what the page needs to show it.
 
-No Streamlit here. The guidelines' retrievers (a chatbot.Library) are loaded once per
-process and store state (a new scrape gives a new run id, and so a new library), and
-shared by every browser session of the process, as Streamlit's own resource cache would.
+No Streamlit here. The guidelines' retrievers (a chatbot.Library) are the process's shared
+library for these settings (chatbot.library_cache, as the API's): loaded once per store
+state, so a new scrape or a removed guideline, by this process or another, is seen at
+the next question; and shared by every browser session of the process, as Streamlit's
+own resource cache would.
 
 Answers run concurrently: Streamlit answers each browser session in its own thread, and a
 patient waiting 20 s for a model must not hold up another whose answer takes milliseconds.
 Only loading (or rebuilding) an index takes INDEX_LOCK. What the threads share is safe to
 share: the retrievers are read-only once loaded (MeCab parses under retrieval.analyzer's
-own lock; its token caches are plain dicts, whose single operations are atomic); each
-answer asks through a Library of its own over those retrievers, with its own store
-connection and audit log (SQLite in WAL mode, 30 s busy timeout); and model calls take one
-of the process's model slots (chatbot.llm).
+own lock; its token caches are plain dicts, whose single operations are atomic), and so
+are the evidence gates (their analysis caches are thread-safe); each answer opens its own
+store connection and audit log (SQLite in WAL mode, 30 s busy timeout); and model calls
+take one of the process's model slots (chatbot.llm).
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
+from guiderag.chatbot.library_cache import LOAD_LOCK, cache_for, shared_library
 from guiderag.errors import GuideragError, ModelError, QuestionError
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
@@ -33,13 +33,10 @@ from .bootstrap import StoreStatus
 from .render import incident
 
 _log = logging.getLogger("guiderag.app")
-RETRIEVERS_KEPT = 4  # settings and store states whose retrievers stay loaded
 
 # One index load or build at a time per process (loading may rebuild a stale index, and
 # the first run builds the sample's); answering takes no lock.
-INDEX_LOCK = threading.Lock()
-_LIBRARIES: OrderedDict[tuple[str, int | None], Library] = OrderedDict()
-_LIBRARIES_LOCK = threading.Lock()  # the cache dict itself, held for a lookup or an insert only
+INDEX_LOCK = LOAD_LOCK
 
 
 @dataclass
@@ -54,58 +51,18 @@ class Turn:
     pages: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
 
 
-def settings_key(settings: Settings) -> str:
-    """A cache key for everything that shapes the retriever (a digest: no secret kept)."""
-    return hashlib.sha256(repr(settings).encode("utf-8")).hexdigest()
-
-
-def _cached(key: tuple[str, int | None]) -> Library | None:
-    with _LIBRARIES_LOCK:
-        library = _LIBRARIES.get(key)
-        if library is not None:
-            _LIBRARIES.move_to_end(key)
-        return library
-
-
-def get_library(settings: Settings, status: StoreStatus) -> Library:
-    """The guidelines of these settings and this store state, each guideline's retriever
-    loaded once per process. A loaded library is returned at once; a load holds INDEX_LOCK
-    (one load at a time). Answer through `answering_library(...)`, not through this one."""
-    key = (settings_key(settings), status.last_run_id)
-    library = _cached(key)
-    if library is not None:
-        return library
-    with INDEX_LOCK:
-        library = _cached(key)  # another session may have loaded it while we waited
-        if library is None:
-            library = Library(settings)
-            try:
-                for gid in library.ids:
-                    library.retriever(gid)
-            except BaseException:
-                library.close()
-                raise
-            with _LIBRARIES_LOCK:
-                _LIBRARIES[key] = library
-                while len(_LIBRARIES) > RETRIEVERS_KEPT:
-                    _LIBRARIES.popitem(last=False)[1].close()  # its store only: answers have their own
-    return library
-
-
-def answering_library(shared: Library) -> Library:
-    """A Library for one answer: the shared, loaded retrievers, and a store connection of its
-    own (the audit row is written on it), so that answers in other threads share nothing
-    that writes. One thread uses it, so its Chatbot shares that connection (share_store)
-    instead of opening a second one."""
-    return Library(shared.settings, retrievers={gid: shared.retriever(gid) for gid in shared.ids},
-                   share_store=True)
+def get_library(settings: Settings) -> Library:
+    """The guidelines of these settings' store in its current state, each guideline's
+    retriever loaded once per process and state. A loaded library is returned at once; a
+    load holds INDEX_LOCK (one load at a time)."""
+    return shared_library(settings)
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
-    """False before the first question of a process (or after a new scrape): loading the
-    index then takes a moment, worth a progress line even in extract mode."""
-    with _LIBRARIES_LOCK:
-        return (settings_key(settings), status.last_run_id) in _LIBRARIES
+    """False before the first question of a process (or after a new scrape or a removal,
+    as `status` read the store): loading the index then takes a moment, worth a progress
+    line even in extract mode."""
+    return status.state is not None and cache_for(settings).loaded_state == status.state
 
 
 @dataclass
@@ -126,21 +83,22 @@ class Activity:
 
 
 def ask(
-    question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None,
+    question: str, mode: str, settings: Settings, *, guideline: str | None = None,
     activity: Activity | None = None,
 ) -> Turn:
     """Answer one question on its own (no history goes to the model) and record the turn;
     `guideline` restricts it to one guideline (None or "auto": the one that governs it);
-    `activity` hears where the answer is (for the page's progress line)."""
+    `activity` hears where the answer is (for the page's progress line). The library is
+    the store's as it is now (a removed guideline is no longer asked)."""
     turn = Turn(question=question)
     try:
-        shared = get_library(settings, status)
+        library = get_library(settings)
         if activity is not None:
             activity.update("searching")
-        with answering_library(shared) as library:
-            turn.answer = library.ask(question, mode, guideline,
-                                      progress=activity.update if activity is not None else None)
-        turn.pages = cited_pages(turn.answer, [p for r in shared.loaded() for p in r.pages])
+        # the shared library; the answer opens its own store connection for its audit row
+        turn.answer = library.ask(question, mode, guideline,
+                                  progress=activity.update if activity is not None else None)
+        turn.pages = cited_pages(turn.answer, [p for r in library.loaded() for p in r.pages])
     except QuestionError:
         turn.error_kind = "question"
     except ModelError as exc:  # includes ModelNotConfiguredError

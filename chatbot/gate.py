@@ -1,0 +1,206 @@
+"""The evidence gate: does what retrieval found govern the question, or is it a refusal?
+
+One object decides it for answering (chatbot.bot) and for routing (chatbot.library), in
+two halves, so that the decision can be replaced without touching what is measured:
+
+- `EvidenceGate.measure(question, result) -> Measures`: the evidence a retrieval result
+  holds for a question: the best passage's score and whether one cleared the threshold,
+  how much of the question the best reference line speaks to (`line_coverage`,
+  chatbot.extract), and which asked figure no line of the reference's pages gives
+  (`asked_figure_missing`, chatbot.answer_type);
+- a `Decision` reads the measures and returns a `Verdict`: covered or not, the measures,
+  and which rule refused. `ThresholdRules` is the rules' decision (settings.min_line_coverage,
+  settings.require_asked_figure), used with settings.coverage_decision = rules.
+
+With settings.coverage_decision = model (the default, issue 20) the `ours` pipeline's
+results are decided by the coverage model instead (chatbot.coverage_decision: P(governed)
+from its own, richer measures, refused below the operating point of the guideline's
+calibration, else of the shipped model of its form); its verdict is the Verdict's
+`coverage`, and the retrieval JSON records it (`coverage_model`).
+
+The answer's retrieval JSON is built from the verdict (`Verdict.retrieval_json`): the
+result's own JSON, the line coverage with the cut it was held to when it was measured,
+and the missing figure when that refused the question.
+
+The protocol pipeline stays as published: neither measure applies to it.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
+
+from guiderag.retrieval.result import RetrievalResult
+from guiderag.settings import COVERAGE_MODEL as COVERAGE_MODEL_DECISION
+from guiderag.settings import OURS, PROTOCOL, Settings
+
+from .answer_type import missing_figure
+from .coverage_decision import CoverageDecision, CoverageVerdict
+from .extract import line_coverage
+
+if TYPE_CHECKING:
+    from guiderag.retrieval import Retriever
+    from guiderag.store import Store
+
+Analyze = Callable[[str], list[str]]
+# Analyses of reference lines kept per gate (the same lines recur across questions).
+ANALYSIS_CACHE = 8192
+
+# The rule that refused a question (Verdict.refused_by).
+THRESHOLD = "threshold"  # no passage cleared the retrieval threshold
+LINE_COVERAGE = "line_coverage"  # no reference line speaks to enough of the question
+ASKED_FIGURE = "asked_figure"  # the question asks for a figure no reference line gives
+COVERAGE_MODEL = "coverage_model"  # P(governed) below the coverage model's operating point
+REASONS = {
+    THRESHOLD: "nothing in the guideline cleared the retrieval threshold",
+    LINE_COVERAGE: "no reference line speaks to enough of the question (evidence gate)",
+    ASKED_FIGURE: "the question asks for a figure no reference line gives",
+    COVERAGE_MODEL: "the coverage model refused it (P(governed) below its operating point)",
+}
+
+
+@dataclass(frozen=True)
+class Measures:
+    """The evidence one retrieval result holds for one question. A measure that does not
+    apply is None: the line coverage when nothing cleared the threshold, for the protocol
+    pipeline, or with settings.min_line_coverage 0; the missing figure likewise, or with
+    settings.require_asked_figure off, or when judged with asked_figure=False (an empty
+    set: no figure asked for is missing)."""
+
+    pipeline: str
+    over_threshold: bool  # a passage cleared the retrieval threshold (RetrievalResult.governed)
+    top_score: float
+    line_coverage: float | None
+    asked_figure_missing: frozenset[str] | None  # the figure kinds asked for and given nowhere
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the guideline governs the question, on what evidence, and if not, why."""
+
+    covered: bool
+    measures: Measures
+    refused_by: str | None = None  # THRESHOLD | LINE_COVERAGE | ASKED_FIGURE | COVERAGE_MODEL; None when covered
+    min_line_coverage: float | None = None  # the cut the line coverage was held to
+    coverage: CoverageVerdict | None = None  # the coverage model's verdict, when it decided
+
+    @property
+    def reason(self) -> str:
+        """Why the question is refused, in words ("" when covered)."""
+        if self.refused_by == COVERAGE_MODEL and self.coverage is not None:
+            return (f"the coverage model refused it (P(governed) {self.coverage.probability:.3f} below "
+                    f"{self.coverage.operating_point:.3f})")
+        return REASONS.get(self.refused_by or "", "")
+
+    def retrieval_json(self, result: RetrievalResult) -> dict[str, Any]:
+        """The answer's `retrieval` object: the result's, with what the gate measured."""
+        data = result.to_json()
+        if self.coverage is not None:
+            data["coverage_model"] = self.coverage.to_json()
+        coverage = self.measures.line_coverage
+        if coverage is not None:
+            data["line_coverage"] = round(coverage, 4)
+            data["min_line_coverage"] = self.min_line_coverage
+        if self.refused_by == ASKED_FIGURE and self.measures.asked_figure_missing:
+            data["asked_figure_missing"] = sorted(self.measures.asked_figure_missing)
+        return data
+
+
+class Decision(Protocol):
+    """Measures in, Verdict out: what a question needs to count as covered."""
+
+    def decide(self, measures: Measures) -> Verdict: ...
+
+
+class ThresholdRules:
+    """Today's decision, rule by rule: a passage over the retrieval threshold; one reference
+    line (with its page title) holding settings.min_line_coverage of the question's mass;
+    and, for a question asking for a figure (when, how long, how often, how much), a line
+    of the reference's pages giving one (settings.require_asked_figure): the guideline
+    names the topic, not what is asked about it (禁煙外来の費用, 再発までの期間)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.min_line_coverage = settings.min_line_coverage
+
+    def decide(self, measures: Measures) -> Verdict:
+        cut = self.min_line_coverage
+        refused: str | None = None
+        if not measures.over_threshold:
+            refused = THRESHOLD
+        elif measures.line_coverage is not None and measures.line_coverage < cut:
+            refused = LINE_COVERAGE
+        elif measures.asked_figure_missing:
+            refused = ASKED_FIGURE
+        return Verdict(covered=refused is None, measures=measures, refused_by=refused, min_line_coverage=cut)
+
+
+class EvidenceGate:
+    """The gate of one guideline: its retriever's view of the question, measured, then
+    decided (the coverage model, or ThresholdRules under the rules, unless another
+    Decision is given). Thread-safe: a Library
+    keeps one per guideline for every ask and routing; its analysis cache is shared."""
+
+    def __init__(self, settings: Settings, retriever: Retriever, *, decision: Decision | None = None) -> None:
+        self.settings = settings
+        self.retriever = retriever
+        self.decision: Decision = decision or ThresholdRules(settings)
+        # a Decision given decides; else the coverage model does (settings.coverage_decision)
+        self._coverage_model = decision is None and settings.coverage_decision == COVERAGE_MODEL_DECISION
+        # the retriever's analyzer, cached (thread-safe; the same reference lines recur)
+        self.analyze: Analyze = functools.lru_cache(maxsize=ANALYSIS_CACHE)(retriever.analyze)
+
+    def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True,
+              store: Store | None = None, keywords: Sequence[str] = ()) -> Verdict:
+        """The verdict on `result` for `question`. With settings.coverage_decision = model
+        (the ours pipeline) the coverage model decides, with the guideline's calibration
+        read from `store`; a model's `keywords` may only raise its P. Under the rules,
+        asked_figure=False leaves the asked-figure rule out (neither measured nor decided):
+        what routing and the choice between model keywords and the question's own ask, the
+        threshold and line coverage only."""
+        if self._coverage_model and result.pipeline == OURS:
+            return self._model_verdict(question, result, store, keywords)
+        return self.decision.decide(self.measure(question, result, asked_figure=asked_figure))
+
+    def _model_verdict(self, question: str, result: RetrievalResult, store: Store | None,
+                       keywords: Sequence[str]) -> Verdict:
+        from guiderag.retrieval.pipeline_ours import OursRetriever
+
+        retriever = cast(OursRetriever, self.retriever)  # the ours pipeline (or a proxy of it, in tests)
+        decision = CoverageDecision.for_retriever(retriever, store)  # the calibration as it is now
+        cut = self.settings.coverage_operating_point
+        coverage = decision.judge(question, result, retriever, self.analyze, None if cut < 0 else cut,
+                                  keywords=keywords)
+        measures = Measures(pipeline=result.pipeline, over_threshold=result.governed,
+                            top_score=float(result.top_score), line_coverage=None, asked_figure_missing=None)
+        return Verdict(covered=coverage.covered, measures=measures,
+                       refused_by=None if coverage.covered else COVERAGE_MODEL, coverage=coverage)
+
+    def measure(self, question: str, result: RetrievalResult, *, asked_figure: bool = True) -> Measures:
+        """What `result` holds for `question` (see Measures for the ones that do not apply)."""
+        applies = result.governed and result.pipeline != PROTOCOL
+        figure: frozenset[str] | None = None
+        if applies and asked_figure and self.settings.require_asked_figure:
+            pages = {(p.page.url, p.page.version): p.page for p in result.passages}
+            figure = missing_figure(question, [line for page in pages.values() for line in page.lines])
+        return Measures(
+            pipeline=result.pipeline,
+            over_threshold=result.governed,
+            top_score=float(result.top_score),
+            line_coverage=self._line_coverage(question, result) if applies else None,
+            asked_figure_missing=figure,
+        )
+
+    def _line_coverage(self, question: str, result: RetrievalResult) -> float | None:
+        """How much of the question the best reference line speaks to (None: the gate is
+        off). The retriever's own query slots weigh it (verbs, unseen compounds and everyday
+        words count less than topic nouns; expansions count), and keywords may only add
+        evidence: the better of the question's coverage alone and with the keywords'
+        known terms. A retriever without slots weighs the question's terms by
+        `query_weights`."""
+        if self.settings.min_line_coverage <= 0:
+            return None
+        slots = self.retriever.query_slots(question, result.keywords)
+        if not slots:
+            weights = self.retriever.query_weights(question, result.keywords)
+            return line_coverage(question, result.passages, self.analyze, weights, result.keywords)
+        return max(line_coverage(question, result.passages, self.analyze, slots=s) for s in slots)
