@@ -283,7 +283,9 @@ class KeywordsLowerTheScore:
         self.inner = inner
 
     def search(self, question, keywords=None):
-        return self.inner.search(OUT_OF_SCOPE if keywords else question, None)
+        if keywords:  # nothing found: refused by the coverage model and by the rules alike
+            return self.inner.empty_result(question, list(keywords), "fault injection: the keywords found nothing")
+        return self.inner.search(question, None)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
