@@ -50,16 +50,17 @@ def test_redact_takes_the_userinfo_out_of_every_url() -> None:
     assert redact("no URL here") == "no URL here"
 
 
-def test_an_unreachable_model_url_with_a_password(store: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://user:{SECRET}@127.0.0.1:9/v1")
+def test_an_unreachable_model_url_with_a_password(store: Path, tmp_path: Path, capsys, monkeypatch,
+                                                 refused_port: int) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://user:{SECRET}@127.0.0.1:{refused_port}/v1")
     monkeypatch.setenv("GUIDERAG_MODEL", "m")
     monkeypatch.setenv("GUIDERAG_MODEL_RETRIES", "0")
     assert main(["ask", QUESTION, "--mode", "generate"]) == 1
     err = capsys.readouterr().err
-    assert "cannot reach model 'm' at http://***@127.0.0.1:9/v1" in err
+    assert f"cannot reach model 'm' at http://***@127.0.0.1:{refused_port}/v1" in err
     assert SECRET not in err and "user:" not in err
     written = _everything_written(store, tmp_path, capsys)
-    assert "http://***@127.0.0.1:9/v1" in written  # the error row is there ...
+    assert f"http://***@127.0.0.1:{refused_port}/v1" in written  # the error row is there ...
     assert SECRET not in written  # ... without the password
 
 
@@ -128,16 +129,18 @@ def test_redact_masks_every_url_form(text: str, shown: str) -> None:
 
 @pytest.mark.parametrize("form", ["?key={s}", "?api-key={s}", "?api_key={s}", "?token={s}", "?access_token={s}",
                                   "?Key={s}&model=x"])
-def test_a_model_url_with_a_key_in_its_query(form: str, store: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1" + form.format(s=SECRET))
+def test_a_model_url_with_a_key_in_its_query(form: str, store: Path, tmp_path: Path, capsys, monkeypatch,
+                                             refused_port: int) -> None:
+    base = f"http://127.0.0.1:{refused_port}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", base + form.format(s=SECRET))
     monkeypatch.setenv("GUIDERAG_MODEL", "m")
     monkeypatch.setenv("GUIDERAG_MODEL_RETRIES", "0")
     assert main(["ask", QUESTION, "--mode", "generate"]) == 1
     err = capsys.readouterr().err
-    assert "cannot reach model 'm' at http://127.0.0.1:9/v1?" in err and "=***" in err
+    assert f"cannot reach model 'm' at {base}?" in err and "=***" in err
     assert SECRET not in err
     written = _everything_written(store, tmp_path, capsys)
-    assert "http://127.0.0.1:9/v1?" in written and SECRET not in written  # the audit row's error, masked
+    assert f"{base}?" in written and SECRET not in written  # the audit row's error, masked
 
 
 @pytest.mark.parametrize("url,why", [
