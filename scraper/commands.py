@@ -73,7 +73,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     if toc:
         check_toc_url(toc)  # a malformed URL is bad input (exit 2), an unreachable one a failed check
     with Store(settings.store, readonly=True) as store:
-        ids = [store.resolve_guideline(settings.guideline)] if settings.guideline else [g.id for g in store.guidelines()]
+        ids = [store.resolve_guideline(settings.storage.guideline)] if settings.storage.guideline else [g.id for g in store.guidelines()]
         calibrations = _stale_calibrations(store, ids)
     if not ids:
         raise InputError(f"the store {settings.store_name} holds no guideline to check: scrape one first")

@@ -115,7 +115,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert "blank fields" in by[base + "/guide/pdf/memo.pdf"].reason
         assert by[base + "/guide/pdf/sheet.pdf"].category == urls.PRINTABLE  # by its link text (印刷用)
         assert site.hits["/guide/pdf/sheet.pdf"] == 0
-        book = openpyxl.load_workbook(settings.urls_xlsx, read_only=True)
+        book = openpyxl.load_workbook(settings.scraper.urls_xlsx, read_only=True)
         removed = list(book[REMOVED_SHEET].iter_rows(values_only=True))
         book.close()
         assert removed[0] == ("url", "pdf_page", "text", "why")
