@@ -82,6 +82,9 @@ class Answer:
     # question was routed automatically and no guideline governs it
     guideline: dict[str, str] | None = None
     routing: dict[str, Any] | None = None  # how the guideline was chosen (chatbot.routing)
+    # How a follow-up was read with the conversation's earlier questions (chatbot.conversation):
+    # {"completed_question", "from_turns", "carried_terms", "phrase"}; None when nothing was carried
+    context: dict[str, Any] | None = None
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
@@ -117,6 +120,7 @@ class Answer:
             "model_use": {role: dict(use) for role, use in self.model_use.items()},
             "guideline": dict(self.guideline) if self.guideline is not None else None,
             "routing": dict(self.routing) if self.routing is not None else None,
+            "context": dict(self.context) if self.context is not None else None,
         }
 
     @property

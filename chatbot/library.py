@@ -28,6 +28,7 @@ from guiderag.store.pages import store_exists
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
+from .conversation import Reader, Reading, clean_history
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
@@ -122,15 +123,18 @@ class Library:
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
-    def route(self, question: str, requested: str | None = None) -> rt.Routing:
-        """Which guideline answers `question` (already cleaned), and how it was chosen."""
+    def route(self, question: str, requested: str | None = None, *,
+              readings: dict[str, Reading] | None = None) -> rt.Routing:
+        """Which guideline answers `question` (already cleaned), and how it was chosen.
+        `readings`: how each guideline reads the question in its conversation (a follow-up
+        is routed as read, chatbot.conversation)."""
         name = self.check_requested(requested)
         if name != AUTO_GUIDELINE:
             return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
         if len(self.guidelines) <= 1:
             only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
             return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
-        evidence = [self.evidence(gid, question) for gid in self.ids]
+        evidence = [self.evidence(gid, question, (readings or {}).get(gid)) for gid in self.ids]
         chosen, governed = rt.offline_choice(evidence)
         routing = rt.Routing(requested=name, chosen=chosen, method=rt.OFFLINE, governed=governed,
                              evidence=evidence)
@@ -138,13 +142,24 @@ class Library:
             self._ask_model(question, routing)
         return routing
 
-    def evidence(self, gid: str, question: str) -> rt.Evidence:
+    def evidence(self, gid: str, question: str, reading: Reading | None = None) -> rt.Evidence:
         """One guideline's retrieval evidence for a question (offline keywords), judged by
         that guideline's own evidence gate as far as the threshold and the line coverage
-        go (chatbot.gate: the asked-figure rule is the answer's alone)."""
-        result = self.retriever(gid).search(question, None)
-        verdict = self.gate(gid).judge(question, result, asked_figure=False)
+        go (chatbot.gate: the asked-figure rule is the answer's alone). A follow-up is
+        measured as that guideline reads it, its own words checked too (chatbot.conversation)."""
+        if reading is not None and reading.carried:
+            result = self.retriever(gid).search(reading.text, None, context=reading.terms)
+            verdict = self.gate(gid).judge(reading.text, result, asked_figure=False)
+            governed = verdict.covered and self.reader(gid).own_words_found(reading.text, result)
+            return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, governed)
+        text = reading.text if reading is not None else question
+        result = self.retriever(gid).search(text, None)
+        verdict = self.gate(gid).judge(text, result, asked_figure=False)
         return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered)
+
+    def reader(self, gid: str) -> Reader:
+        """How one guideline reads a question of a conversation (chatbot.conversation)."""
+        return Reader(self.settings, self.retriever(gid), self.gate(gid))
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
@@ -172,25 +187,32 @@ class Library:
     # -- asking ---------------------------------------------------------------------
     def ask(
         self, question: str, mode: str | None = None, guideline: str | None = None, *,
-        progress: Progress | None = None, store: Store | None = None,
+        progress: Progress | None = None, store: Store | None = None, history: Sequence[str] | None = None,
     ) -> Answer:
         """Route, then answer from the chosen guideline only (one audit row, as always);
         `progress` as for Chatbot.ask. `store`: the connection to write the audit row
         through (one the calling thread alone uses, e.g. an evaluation run's), else the
-        answer opens its own."""
+        answer opens its own. `history`: the conversation's earlier questions, oldest first
+        (a follow-up is routed and answered as read with them)."""
         name = self.check_requested(guideline)
+        reading: Reading | None = None
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:
                 text = clean_question(question, self.settings).text
+                earlier = clean_history(history, self.settings)
             except InputError:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
-                    return bot.ask(question, mode)
-            routing = self.route(text, name)
+                    return bot.ask(question, mode, history=history)
+            readings = {gid: self.reader(gid).read(text, earlier) for gid in self.ids} if earlier else None
+            routing = self.route(text, name, readings=readings)
+            reading = readings.get(routing.chosen) if readings else None
         else:
             routing = self.route(question, name)
         with self.chatbot(routing.chosen, routing, store=store) as bot:
-            return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
+            if progress is None and history is None:
+                return bot.ask(question, mode)
+            return bot.ask(question, mode, progress=progress, history=history, reading=reading)
 
     def chatbot(self, gid: str, routing: rt.Routing | None, *, store: Store | None = None) -> Chatbot:
         """A fresh Chatbot (a new session) over one guideline, with the guideline's shared

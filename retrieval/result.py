@@ -77,6 +77,9 @@ class RetrievalResult:
     candidates_total: int | None = None
     # query expansions that reached a corpus term (retrieval.expansion): what fired
     expansions: list[dict] = field(default_factory=list)
+    # terms of earlier questions the question was searched with (a follow-up, completed:
+    # chatbot.conversation); the evidence gate and extract read the question with them
+    context: list[str] = field(default_factory=list)
 
     @property
     def governed(self) -> bool:
@@ -110,6 +113,7 @@ class RetrievalResult:
             "notes": list(self.notes),
             "unknown_terms": list(self.unknown_terms),
             "expansions": [dict(e) for e in self.expansions],
+            **({"context_terms": list(self.context)} if self.context else {}),
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
                 for c in self.candidates

@@ -1,0 +1,260 @@
+"""Reading a follow-up: a question read with the conversation's earlier questions.
+
+Patients drop the topic once it is known: after 「胃がんの手術って、どんな種類があるんですか？」
+the question 「入院はどれくらいになりそうですか？」 asks about the stay after that surgery.
+The history is the conversation's earlier questions only (oldest first; the caller keeps
+it: every ask is stateless), at most settings.history_max_turns of them (the last ones),
+each read as a question is (chatbot.question: cleaned, capped at max_question_chars).
+
+How a question is read (`Reader.read`, offline, from the guideline's own statistics):
+1. a question opening with a topic-switch marker (「話は変わりますが」「ところで」「ついでに
+   聞きたいんですが」) starts a new topic: it is read on its own, without the marker;
+   a filler at its start (「あと、」「それと、」「あの、」) is not searched either;
+2. the topic of the conversation is the topic terms (retrieval.topic: the content nouns the
+   guideline knows, by weight) of the question that opened it, and of the follow-ups read
+   with it; a question read on its own opens a new one;
+3. a question that points back (こそあど: 「それって」「その場合」「そこの病院」「そうなったら」)
+   or names no topic of its own (「いつから始めるんですか？」「副作用は？」) leans on the
+   earlier ones: it is read with the topic, and with the terms of the question just before
+   when it points back (「そう」 is what was just said);
+4. any other question carries a topic of its own: it is read with the earlier topic only
+   when that reading is covered (the evidence gate, and rule 5); else on its own, exactly
+   as a standalone question: a topic switch is never dragged back;
+5. safety: a question read with carried terms is answered only when the evidence gate
+   covers it as completed AND its own words are spoken to by the page that answers it: the
+   question's own slots (retrieval's query slots of the question alone) find at least
+   settings.min_line_coverage of their mass in that page's title and lines. A follow-up
+   the guideline does not cover (a wig subsidy after questions on hair loss) is refused
+   although the carried terms match, with the fixed refusal; a question with no words of
+   its own (「いつまでもらえるの？」) has nothing to check here, the gate's own rules apply.
+
+Carried terms complete the question's query (retrieval's `context`): the question as read
+is one query of its own slots and the carried terms' known slots; model keywords then only
+add to it, as for any question. The answer says how the question was read (`context`:
+the completed question, the earlier turns used, the carried terms), and the audit row
+records the history with it. Nothing of the history is shown to a model, except to a
+rewrite call (chatbot.rewrite) whose reply may only add keywords; history text can change
+which passages are found, never what is shown as the guideline's words.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from guiderag.errors import InputError, QuestionError
+from guiderag.retrieval.result import RetrievalResult
+from guiderag.settings import PROTOCOL, Settings
+
+from .extract import slot_overlap
+from .question import clean_question
+
+if TYPE_CHECKING:
+    from guiderag.retrieval import Retriever
+
+    from .gate import EvidenceGate
+
+# How many topic terms one question contributes (retrieval.topic): its heaviest nouns.
+TOPIC_TERMS = 5
+
+# A question opening like this starts a new topic (rule 1); matched on NFKC text.
+_SWITCH = re.compile(
+    r"^(?:(?:あと|それと|あの|じゃあ|では|ありがとうございます。?)[、,]?\s*)?"
+    r"(?:話は(?:変わ|かわ)(?:ります|る|って)(?:が|けど|んですが|んですけど)?"
+    r"|話は(?:それ|逸れ)(?:ます|る)(?:が|けど|んですが|んですけど)?"
+    r"|別の(?:質問|話|こと)(?:です|なんです)?(?:が|けど)"
+    r"|ところで|ついでに(?:[^、。,]{0,12}?(?:が|けど))?)[、,]?\s*")
+# A filler opening a question: not searched, and no sign of a new topic.
+_FILLER = re.compile(r"^(?:あと|それと|あの|えっと|えーと|じゃあ|じゃ|では|それじゃ)[、,]\s*")
+# Words pointing back to what was said (rule 3): こそあど, not the fixed expressions
+# 「これから」「これまで」「それから」 (from now on, so far, and then).
+_POINTS_BACK = re.compile(
+    r"(?:それ(?!から)|その|そこ|そちら|そっち|そう(?:なっ|なる|いう|いっ|した|する|だと|なら|すると|です)"
+    r"|あれ|あそこ|これ(?!から|まで)|この|ここ|こう(?:いう|いっ|なっ|なる)|こちら|こっち)")
+
+STANDALONE = "standalone"  # no history, or read on its own
+TOPIC_SWITCH = "topic_switch"  # a marker said so
+FOLLOW_UP = "follow_up"  # read with carried terms
+
+
+def clean_history(history: Sequence[object] | None, settings: Settings) -> tuple[str, ...]:
+    """The earlier questions a follow-up is read with: each cleaned and capped as a question
+    is (chatbot.question), the last settings.history_max_turns. InputError for a history
+    that is not a list of texts; an earlier question with nothing readable left is dropped."""
+    if history is None:
+        return ()
+    if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+        raise InputError("the history must be a list of the conversation's earlier questions (texts)")
+    out: list[str] = []
+    for item in list(history)[-settings.history_max_turns:]:
+        if not isinstance(item, str):
+            raise InputError(f"every earlier question of the history must be text, not {type(item).__name__}")
+        try:
+            out.append(clean_question(item, settings).text)
+        except QuestionError:
+            continue
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A topic term of an earlier question: as the patient wrote it, and which turn (1-based)."""
+
+    term: str
+    turn: int
+
+
+@dataclass
+class Reading:
+    """How one question of a conversation is read (the answer's `context`)."""
+
+    question: str  # as asked (cleaned)
+    text: str  # what is searched: the question without a topic-switch marker or filler
+    history: tuple[str, ...] = ()
+    how: str = STANDALONE
+    carried: list[Carried] = field(default_factory=list)
+    points_back: bool = False
+
+    @property
+    def terms(self) -> list[str]:
+        """The carried terms, as retrieval's `context`."""
+        return [c.term for c in self.carried]
+
+    @property
+    def from_turns(self) -> list[int]:
+        return sorted({c.turn for c in self.carried})
+
+    def phrase(self) -> str:
+        """The carried topic in the patient's words: the shortest span of the earlier question
+        holding all its carried terms (「胃がんの手術」), else the terms joined by 「・」."""
+        pieces = []
+        for turn in self.from_turns:
+            terms = [c.term for c in self.carried if c.turn == turn]
+            pieces.append(_span(self.history[turn - 1], terms) if 0 < turn <= len(self.history) else "・".join(terms))
+        return "・".join(p for p in pieces if p)
+
+    def context_json(self) -> dict[str, Any] | None:
+        """The answer's `context`: None when nothing of the history was used."""
+        if not self.carried:
+            return None
+        return {"completed_question": f"「{self.phrase()}」について：{self.text}",
+                "from_turns": self.from_turns, "carried_terms": self.terms, "phrase": self.phrase()}
+
+    def audit_json(self) -> dict[str, Any] | None:
+        """What the audit row records of the conversation: the history and how it was read."""
+        if not self.history:
+            return None
+        return {"history": list(self.history), "read_as": self.how, "context": self.context_json()}
+
+
+_SPAN_MAX = 20  # characters: a longer span is no phrase of one topic
+
+
+def _span(question: str, terms: Sequence[str]) -> str:
+    text = unicodedata.normalize("NFKC", question)
+    spots = [(text.find(t), len(t)) for t in terms]
+    if terms and all(i >= 0 for i, _ in spots):
+        start = min(i for i, _ in spots)
+        end = max(i + n for i, n in spots)
+        span = text[start:end]
+        if len(span) <= _SPAN_MAX and not re.search(r"[、。,.!?！？\s]", span):
+            return span
+    return "・".join(terms)
+
+
+def strip_opening(question: str) -> tuple[str, bool]:
+    """The question without a topic-switch marker or a filler at its start (NFKC), and
+    whether a topic-switch marker opened it."""
+    text = unicodedata.normalize("NFKC", question).strip()
+    m = _SWITCH.match(text)
+    if m and m.end() < len(text):
+        return text[m.end():], True
+    m = _FILLER.match(text)
+    if m and m.end() < len(text):
+        return text[m.end():], False
+    return text, False
+
+
+def points_back(text: str) -> bool:
+    """Whether the question refers to what was said before (こそあど)."""
+    return bool(_POINTS_BACK.search(text))
+
+
+class Reader:
+    """Reads questions of a conversation against one guideline (its retriever and gate)."""
+
+    def __init__(self, settings: Settings, retriever: Retriever, gate: EvidenceGate) -> None:
+        self.settings = settings
+        self.retriever = retriever
+        self.gate = gate
+
+    def read(self, question: str, history: Sequence[str]) -> Reading:
+        """How `question` (cleaned) is read after `history` (clean_history's). Earlier
+        questions are read in turn, as they were when asked, to know the topic."""
+        history = tuple(history)
+        if not history or self.retriever.pipeline == PROTOCOL:
+            return Reading(question, question, history)  # as a question alone, exactly
+        topic: list[Carried] = []
+        last: list[Carried] = []
+        for turn, earlier in enumerate(history, start=1):
+            reading = self._step(earlier, turn, topic, last, history[: turn - 1])
+            own = [Carried(t, turn) for t in self.retriever.topic_terms(reading.text, TOPIC_TERMS)]
+            if reading.how == FOLLOW_UP and not reading.points_back:
+                topic = _merge(topic, own)  # a follow-up with a topic of its own adds to it
+            elif reading.how != FOLLOW_UP:
+                topic = own  # read on its own: a new topic
+            last = own
+        reading = self._step(question, len(history) + 1, topic, last, history)
+        reading.history = history
+        return reading
+
+    def _step(self, question: str, turn: int, topic: list[Carried], last: list[Carried],
+              before: tuple[str, ...]) -> Reading:
+        text, switch = strip_opening(question)
+        if switch or not topic:
+            return Reading(question, text, before, TOPIC_SWITCH if switch else STANDALONE)
+        own = self.retriever.topic_terms(text, TOPIC_TERMS)
+        back = points_back(text)
+        source = _merge(last, topic) if back else topic
+        carried = [c for c in source if not any(c.term in o or o in c.term for o in own)]
+        reading = Reading(question, text, before, FOLLOW_UP, carried, back)
+        if not carried:
+            reading.how = STANDALONE
+            return reading
+        if back or not own:
+            return reading  # it leans on the earlier questions: read with them (rule 3)
+        if self.covered(reading, self.retriever.search(text, None, context=reading.terms)):
+            return reading  # rule 4: the completed reading is covered
+        return Reading(question, text, before, STANDALONE)
+
+    def covered(self, reading: Reading, result: RetrievalResult) -> bool:
+        """Whether a reading with carried terms is answered from `result` (rule 5): the
+        gate covers it, and its own words are spoken to on the page that answers."""
+        if not self.gate.judge(reading.text, result).covered:
+            return False
+        return self.own_words_found(reading.text, result)
+
+    def own_words_found(self, text: str, result: RetrievalResult) -> bool:
+        """Rule 5: the question's own slots find settings.min_line_coverage of their mass in
+        the title and lines of the page of the first passage (True when it has none)."""
+        cut = self.settings.min_line_coverage
+        slots = self.retriever.query_slots(text)
+        own = slots[0] if slots else []
+        if cut <= 0 or not result.passages or sum(m for m, _ in own) <= 0:
+            return True
+        page = result.passages[0].page
+        terms: set[str] = set()
+        for line in (page.title, *page.lines):
+            if line.strip():
+                terms.update(self.gate.analyze(unicodedata.normalize("NFKC", line)))
+        return slot_overlap(own, terms) >= cut
+
+
+def _merge(first: Sequence[Carried], then: Sequence[Carried]) -> list[Carried]:
+    """`first`, then the terms of `then` it lacks (a term once: its first turn)."""
+    out = list(first)
+    for c in then:
+        if not any(c.term == o.term for o in out):
+            out.append(c)
+    return out
