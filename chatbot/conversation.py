@@ -73,9 +73,41 @@ _POINTS_BACK = re.compile(
     r"(?:それ(?!から)|その|そこ|そちら|そっち|そう(?:なっ|なる|いう|いっ|した|する|だと|なら|すると|です)"
     r"|あれ|あそこ|これ(?!から|まで)|この|ここ|こう(?:いう|いっ|なっ|なる)|こちら|こっち)")
 
+# What a patient is shown of how a follow-up was read: one quiet line above the answer
+# (or the refusal), so a misreading can be seen; {phrase} is Reading.phrase().
+CONTEXT_LINE = "前の質問の『{phrase}』についての質問として答えています"
+
 STANDALONE = "standalone"  # no history, or read on its own
 TOPIC_SWITCH = "topic_switch"  # a marker said so
 FOLLOW_UP = "follow_up"  # read with carried terms
+
+
+def check_history(history: Sequence[object] | None, settings: Settings, max_chars: int | None = None) -> None:
+    """InputError (naming the bound) for a history a caller may not send: not a list of
+    texts, more than settings.history_max_turns earlier questions, an empty one, or one
+    longer than `max_chars`. The API answers it with 422 and writes no audit row."""
+    if history is None:
+        return
+    if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+        raise InputError("history must be a list of the conversation's earlier questions (texts), oldest first")
+    limit = settings.history_max_turns
+    if len(history) > limit:
+        raise InputError(f"history holds {len(history)} earlier questions; at most {limit} "
+                         "(the last ones: GUIDERAG_HISTORY_MAX_TURNS)")
+    for i, item in enumerate(history, start=1):
+        if not isinstance(item, str):
+            raise InputError(f"history item {i} must be text, not {type(item).__name__}")
+        if not item.strip():
+            raise InputError(f"history item {i} is empty: send the earlier questions as they were asked")
+        if max_chars is not None and len(item) > max_chars:
+            raise InputError(f"history item {i} is {len(item)} characters; at most {max_chars}")
+
+
+def context_line(context: dict[str, Any] | None) -> str:
+    """The line a patient reads above the answer to a follow-up ("" for a question alone)."""
+    if not context or not context.get("phrase"):
+        return ""
+    return CONTEXT_LINE.format(phrase=context["phrase"])
 
 
 def clean_history(history: Sequence[object] | None, settings: Settings) -> tuple[str, ...]:
