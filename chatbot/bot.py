@@ -193,7 +193,13 @@ class Chatbot:
             self.llm.require("answer")  # ModelNotConfiguredError before any work
         question = reading.text
         keywords = self._keywords(question, record)
-        result = self._search(question, keywords, record, reading.terms)
+        if reading.history and self.llm.configured("keywords") and self.settings.pipeline != PROTOCOL:
+            from .rewrite import rewrite_terms  # a follow-up rewritten by the keywords model: may only add
+
+            keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,
+                                     self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
+        # a question alone is searched as it always was; a follow-up with its carried terms
+        result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
         record.searched(result)
         verdict = self.gate.judge(question, result)
         retrieval = verdict.retrieval_json(result)
@@ -244,17 +250,27 @@ class Chatbot:
         the question refused (threshold or evidence gate) but its own words would not, the
         question's own keywords are used. The protocol pipeline stays as published.
         `context`: the terms a follow-up leans on (the question as read)."""
-        result: RetrievalResult = self.retriever.search(question, keywords, context=context)
+        result: RetrievalResult = self._retrieve(question, keywords, context)
         if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result):
             return result
-        own: RetrievalResult = self.retriever.search(question, None, context=context)
+        own: RetrievalResult = self._retrieve(question, None, context)
         if not self._passes(question, own):
             return result
         record.use("keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
             f"the model's keywords left the question below the threshold or the evidence gate "
             f"(top score {result.top_score:.3f}), its own words do not ({own.top_score:.3f}): "
             f"used {list(own.keywords)}"))
+        rewrite = record.model_use.get("rewrite")
+        if rewrite is not None and rewrite.get("outcome") == KEYWORDS_USED:  # its terms went with them
+            rewrite.update(outcome=KEYWORDS_IGNORED, reason="its terms left the question refused; not used")
         return own
+
+    def _retrieve(self, question: str, keywords: list[str] | None, context: Sequence[str]) -> RetrievalResult:
+        """retriever.search, with the context only when there is one (a question alone is
+        searched exactly as it always was)."""
+        if context:
+            return self.retriever.search(question, keywords, context=context)
+        return self.retriever.search(question, keywords)
 
     def _passes(self, question: str, result: RetrievalResult) -> bool:
         """Whether a retrieval would be answered as far as the threshold and the line
@@ -273,7 +289,7 @@ class Chatbot:
             note = f"{mode} mode failed ({exc}); answered with extract instead"
         result = record.result
         if result is None:  # failed before retrieval (no answer model configured): offline keywords
-            result = self.retriever.search(question, None, context=reading.terms)
+            result = self._retrieve(question, None, reading.terms)
             record.searched(result)
         answer = self._offline(reading, result, note)
         shown = "extract" if answer.governed else "refusal"

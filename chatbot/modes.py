@@ -85,7 +85,7 @@ class Extract(AnswerMode):
     ) -> Answer:
         """`error`: why a model mode was answered with extract instead (the fallback)."""
         # with the keywords' when they add any; a follow-up with the terms it leans on
-        slots = self.retriever.query_slots(question, result.keywords, result.context)
+        slots = self.retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
             self.analyze, self.retriever.idf, slots=slots[-1] if slots else None,
