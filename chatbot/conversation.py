@@ -18,8 +18,10 @@ How a question is read (`Reader.read`, offline, from the guideline's own statist
    earlier ones: it is read with the topic, and with the terms of the question just before
    when it points back (「そう」 is what was just said);
 4. any other question carries a topic of its own: it is read with the earlier topic only
-   when that reading is covered (the evidence gate, and rule 5); else on its own, exactly
-   as a standalone question: a topic switch is never dragged back;
+   when that reading is covered (the evidence gate, and rule 5) and finds another page
+   than the question alone does; else on its own, exactly as a standalone question: a
+   topic switch is never dragged back, and no context is claimed where carrying changed
+   nothing (the conversation's topic then goes on);
 5. safety: a question read with carried terms is answered only when the evidence gate
    covers it as completed AND its own words are spoken to by the page that answers it: the
    question's own slots (retrieval's query slots of the question alone) find at least
@@ -112,29 +114,34 @@ def context_line(context: dict[str, Any] | None) -> str:
 
 def clean_history(history: Sequence[object] | None, settings: Settings) -> tuple[str, ...]:
     """The earlier questions a follow-up is read with: each cleaned and capped as a question
-    is (chatbot.question), the last settings.history_max_turns. InputError for a history
-    that is not a list of texts; an earlier question with nothing readable left is dropped."""
+    is (chatbot.question), the last settings.history_max_turns of those with anything
+    readable left (the others are dropped). InputError for a history that is not a list
+    of texts."""
     if history is None:
         return ()
     if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
         raise InputError("the history must be a list of the conversation's earlier questions (texts)")
     out: list[str] = []
-    for item in list(history)[-settings.history_max_turns:]:
+    for item in reversed(list(history)):  # the last readable ones
+        if len(out) >= settings.history_max_turns:
+            break
         if not isinstance(item, str):
             raise InputError(f"every earlier question of the history must be text, not {type(item).__name__}")
         try:
             out.append(clean_question(item, settings).text)
         except QuestionError:
             continue
-    return tuple(out)
+    return tuple(reversed(out))
 
 
 @dataclass(frozen=True)
 class Carried:
-    """A topic term of an earlier question: as the patient wrote it, and which turn (1-based)."""
+    """A topic term of an earlier question: as the patient wrote it, which turn (1-based),
+    and its weight in that question (retrieval.topic)."""
 
     term: str
     turn: int
+    weight: float = 1.0
 
 
 @dataclass
@@ -147,6 +154,7 @@ class Reading:
     how: str = STANDALONE
     carried: list[Carried] = field(default_factory=list)
     points_back: bool = False
+    same_topic: bool = False  # read alone, but its own words found the earlier topic's page
 
     @property
     def terms(self) -> list[str]:
@@ -158,13 +166,15 @@ class Reading:
         return sorted({c.turn for c in self.carried})
 
     def phrase(self) -> str:
-        """The carried topic in the patient's words: the shortest span of the earlier question
-        holding all its carried terms (「胃がんの手術」), else the terms joined by 「・」."""
-        pieces = []
-        for turn in self.from_turns:
-            terms = [c.term for c in self.carried if c.turn == turn]
-            pieces.append(_span(self.history[turn - 1], terms) if 0 < turn <= len(self.history) else "・".join(terms))
-        return "・".join(p for p in pieces if p)
+        """The carried topic in the patient's words, for the line they read: around the
+        heaviest carried term, the run of carried terms its earlier question says together
+        (joined by nothing, の, と, や or ・: 「胃がんの手術」「IV期」), as written there."""
+        if not self.carried:
+            return ""
+        head = max(self.carried, key=lambda c: c.weight)
+        if not 0 < head.turn <= len(self.history):
+            return head.term
+        return _phrase(self.history[head.turn - 1], head.term, [c.term for c in self.carried if c.turn == head.turn])
 
     def context_json(self) -> dict[str, Any] | None:
         """The answer's `context`: None when nothing of the history was used."""
@@ -180,19 +190,27 @@ class Reading:
         return {"history": list(self.history), "read_as": self.how, "context": self.context_json()}
 
 
-_SPAN_MAX = 20  # characters: a longer span is no phrase of one topic
+# What may join two words of one topic phrase: 胃がん|の|手術, IV||期, 口|や|鼻.
+_JOINERS = frozenset({"", "の", "と", "や", "・"})
 
 
-def _span(question: str, terms: Sequence[str]) -> str:
+def _phrase(question: str, head: str, terms: Sequence[str]) -> str:
+    """The run of `terms` around `head` that `question` says together (see Reading.phrase)."""
     text = unicodedata.normalize("NFKC", question)
-    spots = [(text.find(t), len(t)) for t in terms]
-    if terms and all(i >= 0 for i, _ in spots):
-        start = min(i for i, _ in spots)
-        end = max(i + n for i, n in spots)
-        span = text[start:end]
-        if len(span) <= _SPAN_MAX and not re.search(r"[、。,.!?！？\s]", span):
-            return span
-    return "・".join(terms)
+    spots = sorted((i, i + len(t)) for t in terms if (i := text.find(t)) >= 0)
+    start = text.find(head)
+    if start < 0:
+        return head
+    lo, hi = start, start + len(head)
+    grown = True
+    while grown:
+        grown = False
+        for a, b in spots:
+            if a >= hi and text[hi:a] in _JOINERS:
+                hi, grown = b, True
+            elif b <= lo and text[b:lo] in _JOINERS:
+                lo, grown = a, True
+    return text[lo:hi]
 
 
 def strip_opening(question: str) -> tuple[str, bool]:
@@ -231,10 +249,10 @@ class Reader:
         last: list[Carried] = []
         for turn, earlier in enumerate(history, start=1):
             reading = self._step(earlier, turn, topic, last, history[: turn - 1])
-            own = [Carried(t, turn) for t in self.retriever.topic_terms(reading.text, TOPIC_TERMS)]
-            if reading.how == FOLLOW_UP and not reading.points_back:
+            own = [Carried(t.surface, turn, t.weight) for t in self.retriever.topic_terms(reading.text, TOPIC_TERMS)]
+            if (reading.how == FOLLOW_UP and not reading.points_back) or reading.same_topic:
                 topic = _merge(topic, own)  # a follow-up with a topic of its own adds to it
-            elif reading.how != FOLLOW_UP:
+            elif reading.how != FOLLOW_UP and not reading.same_topic:
                 topic = own  # read on its own: a new topic
             last = own
         reading = self._step(question, len(history) + 1, topic, last, history)
@@ -246,7 +264,7 @@ class Reader:
         text, switch = strip_opening(question)
         if switch or not topic:
             return Reading(question, text, before, TOPIC_SWITCH if switch else STANDALONE)
-        own = self.retriever.topic_terms(text, TOPIC_TERMS)
+        own = [t.surface for t in self.retriever.topic_terms(text, TOPIC_TERMS)]
         back = points_back(text)
         source = _merge(last, topic) if back else topic
         carried = [c for c in source if not any(c.term in o or o in c.term for o in own)]
@@ -256,9 +274,15 @@ class Reader:
             return reading
         if back or not own:
             return reading  # it leans on the earlier questions: read with them (rule 3)
-        if self.covered(reading, self.retriever.search(text, None, context=reading.terms)):
-            return reading  # rule 4: the completed reading is covered
-        return Reading(question, text, before, STANDALONE)
+        completed = self.retriever.search(text, None, context=reading.terms)
+        if not self.covered(reading, completed):
+            return Reading(question, text, before, STANDALONE)  # rule 4: a topic of its own
+        alone = self.retriever.search(text, None)
+        if self.gate.judge(text, alone).covered and _top(alone) == _top(completed):
+            # its own words find the page the earlier topic would: nothing to carry (no
+            # context claimed), but the conversation's topic goes on
+            return Reading(question, text, before, STANDALONE, same_topic=True)
+        return reading  # rule 4: the completed reading is covered, and it is another page
 
     def covered(self, reading: Reading, result: RetrievalResult) -> bool:
         """Whether a reading with carried terms is answered from `result` (rule 5): the
@@ -281,6 +305,10 @@ class Reader:
             if line.strip():
                 terms.update(self.gate.analyze(unicodedata.normalize("NFKC", line)))
         return slot_overlap(own, terms) >= cut
+
+
+def _top(result: RetrievalResult) -> str | None:
+    return result.passages[0].page.url if result.passages else None
 
 
 def _merge(first: Sequence[Carried], then: Sequence[Carried]) -> list[Carried]:

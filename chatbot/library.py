@@ -28,7 +28,7 @@ from guiderag.store.pages import store_exists
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
-from .conversation import Reader, Reading, clean_history
+from .conversation import Reader, Reading, clean_history, strip_opening
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
@@ -123,18 +123,15 @@ class Library:
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
-    def route(self, question: str, requested: str | None = None, *,
-              readings: dict[str, Reading] | None = None) -> rt.Routing:
-        """Which guideline answers `question` (already cleaned), and how it was chosen.
-        `readings`: how each guideline reads the question in its conversation (a follow-up
-        is routed as read, chatbot.conversation)."""
+    def route(self, question: str, requested: str | None = None) -> rt.Routing:
+        """Which guideline answers `question` (already cleaned), and how it was chosen."""
         name = self.check_requested(requested)
         if name != AUTO_GUIDELINE:
             return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
         if len(self.guidelines) <= 1:
             only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
             return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
-        evidence = [self.evidence(gid, question, (readings or {}).get(gid)) for gid in self.ids]
+        evidence = [self.evidence(gid, question) for gid in self.ids]
         chosen, governed = rt.offline_choice(evidence)
         routing = rt.Routing(requested=name, chosen=chosen, method=rt.OFFLINE, governed=governed,
                              evidence=evidence)
@@ -142,20 +139,31 @@ class Library:
             self._ask_model(question, routing)
         return routing
 
-    def evidence(self, gid: str, question: str, reading: Reading | None = None) -> rt.Evidence:
+    def evidence(self, gid: str, question: str) -> rt.Evidence:
         """One guideline's retrieval evidence for a question (offline keywords), judged by
         that guideline's own evidence gate as far as the threshold and the line coverage
-        go (chatbot.gate: the asked-figure rule is the answer's alone). A follow-up is
-        measured as that guideline reads it, its own words checked too (chatbot.conversation)."""
-        if reading is not None and reading.carried:
-            result = self.retriever(gid).search(reading.text, None, context=reading.terms)
-            verdict = self.gate(gid).judge(reading.text, result, asked_figure=False)
-            governed = verdict.covered and self.reader(gid).own_words_found(reading.text, result)
-            return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, governed)
-        text = reading.text if reading is not None else question
-        result = self.retriever(gid).search(text, None)
-        verdict = self.gate(gid).judge(text, result, asked_figure=False)
+        go (chatbot.gate: the asked-figure rule is the answer's alone)."""
+        result = self.retriever(gid).search(question, None)
+        verdict = self.gate(gid).judge(question, result, asked_figure=False)
         return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered)
+
+    def route_follow_up(self, question: str, history: Sequence[str]) -> tuple[rt.Routing, Reading] | None:
+        """A conversation stays with its guideline: the one the latest earlier question that
+        some guideline governs on its own is routed to (offline). When that guideline reads
+        `question` (cleaned) as leaning on the earlier ones (chatbot.conversation: carried
+        terms, or its own words finding the earlier topic's page), it answers it; else None
+        (the question carries a topic of its own: routed alone)."""
+        for earlier in reversed(history):
+            text = strip_opening(earlier)[0]
+            chosen, governed = rt.offline_choice([self.evidence(gid, text) for gid in self.ids])
+            if not governed:
+                continue
+            reading = self.reader(chosen).read(question, history)
+            if not (reading.carried or reading.same_topic):
+                return None
+            return rt.Routing(requested=AUTO_GUIDELINE, chosen=chosen, method=rt.CONVERSATION, governed=True,
+                              conversation=earlier), reading
+        return None
 
     def reader(self, gid: str) -> Reader:
         """How one guideline reads a question of a conversation (chatbot.conversation)."""
@@ -204,9 +212,11 @@ class Library:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
                     return bot.ask(question, mode, history=history)
-            readings = {gid: self.reader(gid).read(text, earlier) for gid in self.ids} if earlier else None
-            routing = self.route(text, name, readings=readings)
-            reading = readings.get(routing.chosen) if readings else None
+            followed = self.route_follow_up(text, earlier) if earlier else None
+            if followed is not None:
+                routing, reading = followed
+            else:
+                routing = self.route(text, name)
         else:
             routing = self.route(question, name)
         with self.chatbot(routing.chosen, routing, store=store) as bot:

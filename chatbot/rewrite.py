@@ -79,8 +79,8 @@ def rewrite_terms(llm: LLMClient, retriever: Retriever, reading: Reading, record
     record.replies[ROLE] = completion.text
     use["ms"] = round((time.monotonic() - started) * 1000.0, 1)
     completed = parse_rewrite(completion.text, reading.text, limit)
-    have = set(retriever.topic_terms(reading.text, TOPIC_TERMS)) | set(reading.terms) | set(keywords or ())
-    added = [t for t in retriever.topic_terms(completed, TOPIC_TERMS) if t not in have] if completed else []
+    have = {t.surface for t in retriever.topic_terms(reading.text, TOPIC_TERMS)} | set(reading.terms) | set(keywords or ())
+    added = [t.surface for t in retriever.topic_terms(completed, TOPIC_TERMS) if t.surface not in have] if completed else []
     if not added:
         use.update(outcome=KEYWORDS_IGNORED, reason="the rewrite added no term of the guideline"
                    if completed else "no rewritten question could be read from the reply")

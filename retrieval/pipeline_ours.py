@@ -104,7 +104,7 @@ class OursRetriever(Retriever):
             return base, None
         return base, extended
 
-    def topic_terms(self, text: str, k: int) -> list[str]:
+    def topic_terms(self, text: str, k: int) -> list[topic.TopicTerm]:
         """What `text` is about, as this guideline's words (retrieval.topic)."""
         return topic.topic_terms(self.builder.build([text]), self.analyzer.query_tokens(text), self.slot_mass, k)
 

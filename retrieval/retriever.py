@@ -8,6 +8,7 @@ from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
 from .result import RetrievalResult
+from .topic import TopicTerm
 
 # The evidence gate's view of one query (retrieval.query): (mass, {corpus term: lambda}) per
 # slot; a line finds a slot at the best lambda of the alternatives it holds.
@@ -57,9 +58,10 @@ class Retriever(ABC):
         no slots (the evidence gate and extract then weigh the question's terms with
         `query_weights`)."""
 
-    def topic_terms(self, text: str, k: int) -> list[str]:
+    def topic_terms(self, text: str, k: int) -> list[TopicTerm]:
         """At most `k` terms naming what `text` (a question) is about, as this guideline's
-        words, heaviest first (retrieval.topic); [] for a pipeline without slots."""
+        words, heaviest first, with their weights (retrieval.topic); [] for a pipeline
+        without slots."""
         return []
 
     def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:

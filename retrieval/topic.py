@@ -13,26 +13,36 @@ again exactly as the question did.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import re
+from typing import Callable, NamedTuple, Sequence
 
-from .framing import ANSWER_FRAMES
+from .framing import ANSWER_FRAMES, COUNTERS
 from .query import Query, Slot
 from .tokens import ADVERBIAL, AFFIXED, ASCII, COMPOUND, NOUN, PROPER, SYNONYM, Token
 
 # Slot kinds that name a thing (retrieval.tokens): verbs and framing never do.
 TOPIC_KINDS = frozenset({NOUN, PROPER, ASCII, SYNONYM, COMPOUND, AFFIXED})
 _JOINED = frozenset({COMPOUND, AFFIXED})
+# Quantities are no topic: a counter (回, 日, 年: retrieval.framing) or a kanji numeral (一回の一).
+_KANJI_NUMERAL = re.compile(r"^[一二三四五六七八九十百千万〇数]+$")
 
 
-def topic_terms(query: Query, tokens: Sequence[Token], mass: Callable[[Slot], float], k: int) -> list[str]:
-    """The surfaces of at most `k` topic terms of a question's `query` (its `tokens` tell the
-    adverb-like nouns), heaviest first (see the module docstring)."""
+class TopicTerm(NamedTuple):
+    """A topic term as the patient wrote it, and its weight in the question (q * idf)."""
+
+    surface: str
+    weight: float
+
+
+def topic_terms(query: Query, tokens: Sequence[Token], mass: Callable[[Slot], float], k: int) -> list[TopicTerm]:
+    """At most `k` topic terms of a question's `query` (its `tokens` tell the adverb-like
+    nouns), heaviest first (see the module docstring)."""
     adverbial = {t.surface for t in tokens if t.kind == ADVERBIAL}
     found: list[tuple[float, str, bool]] = []
     for slot in query.slots:
         surface = slot.surface or slot.term
         if (not slot.alternatives or slot.kind not in TOPIC_KINDS or slot.term in ANSWER_FRAMES
-                or surface in adverbial):
+                or surface in adverbial or slot.term in COUNTERS or _KANJI_NUMERAL.match(slot.term)):
             continue
         found.append((mass(slot), surface, slot.kind in _JOINED))
     weighed = []
@@ -41,11 +51,11 @@ def topic_terms(query: Query, tokens: Sequence[Token], mass: Callable[[Slot], fl
             weight = max([weight] + [w for w, s, j in found if not j and s in surface])
         weighed.append((weight, surface, joined))
     weighed.sort(key=lambda f: (-f[0], not f[2]))
-    chosen: list[str] = []
-    for _, surface, _ in weighed:
+    chosen: list[TopicTerm] = []
+    for weight, surface, _ in weighed:
         if len(chosen) >= k:
             break
-        if any(surface in c or c in surface for c in chosen):
+        if any(surface in c.surface or c.surface in surface for c in chosen):
             continue  # a part of a chosen compound, or a compound of a chosen part
-        chosen.append(surface)
+        chosen.append(TopicTerm(surface, float(weight)))
     return chosen
