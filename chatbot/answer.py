@@ -82,6 +82,10 @@ class Answer:
     # question was routed automatically and no guideline governs it
     guideline: dict[str, str] | None = None
     routing: dict[str, Any] | None = None  # how the guideline was chosen (chatbot.routing)
+    # The coverage decision (chatbot.coverage_decision): P(the guideline governs the
+    # question), None under the rules before the model; and why, in sentences.
+    coverage_probability: float | None = None
+    coverage_reasons: list[str] = field(default_factory=list)
     # How a follow-up was read with the conversation's earlier questions (chatbot.conversation):
     # {"completed_question", "from_turns", "carried_terms", "phrase"}; None when nothing was carried
     context: dict[str, Any] | None = None
@@ -120,6 +124,8 @@ class Answer:
             "model_use": {role: dict(use) for role, use in self.model_use.items()},
             "guideline": dict(self.guideline) if self.guideline is not None else None,
             "routing": dict(self.routing) if self.routing is not None else None,
+            "coverage_probability": self.coverage_probability,
+            "coverage_reasons": list(self.coverage_reasons),
             "context": dict(self.context) if self.context is not None else None,
         }
 

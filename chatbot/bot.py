@@ -8,8 +8,9 @@ Order of an ask, and what each outcome records:
    model keywords may only add evidence: when the question's own words clear the threshold
    and the evidence gate but the model's keywords do not, the model's are ignored; and
    they are optional: with every model slot busy, the question's own are used at once;
-3. retrieval, then the evidence gate (chatbot.gate): nothing cleared the threshold, or the
-   gate refused -> not covered (no model is asked);
+3. retrieval, then the evidence gate (chatbot.gate): the coverage model's P(governed)
+   below its operating point (under the rules: nothing cleared the threshold, or the line
+   coverage or the asked figure refused) -> not covered (no model is asked);
 4. the mode: extract (no model), lines (model picks numbers, we rebuild from stored lines),
    generate (the protocol; the model's text is a labelled summary beside verbatim passages);
    the model declining (「行: なし」, the insufficiency sentence) -> not covered;
@@ -44,7 +45,8 @@ from guiderag.store import Store
 from .answer import FAILED, FELL_BACK, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED, KEYWORDS_USED, Answer
 from .audit import AuditLog
 from .conversation import Reader, Reading, clean_history
-from .gate import EvidenceGate
+from .coverage_reasons import rule_reason
+from .gate import EvidenceGate, Verdict
 from .llm import LLMClient, Progress
 from .modes import MODE_CLASSES, AnswerMode, Extract, refusal
 from .question import clean_question
@@ -127,7 +129,7 @@ class Chatbot:
     @property
     def reader(self) -> Reader:
         """How a question of a conversation is read against this guideline."""
-        return Reader(self.settings, self.retriever, self.gate)
+        return Reader(self.settings, self.retriever, self.gate, self.store)
 
     # -- asking -------------------------------------------------------------------
     def ask(self, question: str, mode: str | None = None, *, progress: Progress | None = None,
@@ -178,6 +180,11 @@ class Chatbot:
         answer.question = text
         answer.context = reading.context_json()
         answer.notes = list(cleaned.notes) + answer.notes
+        if record.coverage is not None:  # the coverage model decided: P and why
+            answer.coverage_probability = round(record.coverage.probability, 4)
+            answer.coverage_reasons = list(record.coverage.reasons)
+        elif not answer.governed and not answer.coverage_reasons:
+            answer.coverage_reasons = [rule_reason(answer.retrieval)]
         answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = record.result
         answer.model_use = record.model_use
@@ -201,7 +208,7 @@ class Chatbot:
         # a question alone is searched as it always was; a follow-up with its carried terms
         result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
         record.searched(result)
-        verdict = self.gate.judge(question, result)
+        verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
         reason = verdict.reason if not verdict.covered else self._own_words_missing(reading, result)
         if reason:
@@ -251,11 +258,14 @@ class Chatbot:
         question's own keywords are used. The protocol pipeline stays as published.
         `context`: the terms a follow-up leans on (the question as read)."""
         result: RetrievalResult = self._retrieve(question, keywords, context)
-        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result):
+        if keywords is not None:
+            record.model_keywords = list(result.keywords)  # they may only raise the coverage model's P
+        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, record.model_keywords):
             return result
         own: RetrievalResult = self._retrieve(question, None, context)
         if not self._passes(question, own):
             return result
+        record.model_keywords = []
         record.use("keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
             f"the model's keywords left the question below the threshold or the evidence gate "
             f"(top score {result.top_score:.3f}), its own words do not ({own.top_score:.3f}): "
@@ -272,10 +282,18 @@ class Chatbot:
             return self.retriever.search(question, keywords, context=context)
         return self.retriever.search(question, keywords)
 
-    def _passes(self, question: str, result: RetrievalResult) -> bool:
-        """Whether a retrieval would be answered as far as the threshold and the line
-        coverage go (the asked-figure rule is the answer's alone)."""
-        return self.gate.judge(question, result, asked_figure=False).covered
+    def _passes(self, question: str, result: RetrievalResult, keywords: Sequence[str] = ()) -> bool:
+        """Whether a retrieval would be answered: the coverage model's verdict, or under the
+        rules as far as the threshold and the line coverage go (the asked-figure rule is the
+        answer's alone)."""
+        return self.gate.judge(question, result, asked_figure=False, store=self.store, keywords=keywords).covered
+
+    def _judge(self, question: str, result: RetrievalResult, record: AskRecord) -> Verdict:
+        """The gate's verdict on the answer's retrieval (the guideline's calibration read
+        from the store), the coverage model's kept in the record."""
+        verdict = self.gate.judge(question, result, store=self.store, keywords=record.model_keywords)
+        record.coverage = verdict.coverage
+        return verdict
 
     # -- falling back ---------------------------------------------------------------
     def _fallback(
@@ -291,7 +309,7 @@ class Chatbot:
         if result is None:  # failed before retrieval (no answer model configured): offline keywords
             result = self._retrieve(question, None, reading.terms)
             record.searched(result)
-        answer = self._offline(reading, result, note)
+        answer = self._offline(reading, result, note, record)
         shown = "extract" if answer.governed else "refusal"
         if failure == "reply":
             code = exc.code if isinstance(exc, ModelReplyError) else "unusable"
@@ -300,10 +318,10 @@ class Chatbot:
             record.use_failed(exc, FELL_BACK, mode, shown)
         return answer
 
-    def _offline(self, reading: Reading, result: RetrievalResult, note: str) -> Answer:
+    def _offline(self, reading: Reading, result: RetrievalResult, note: str, record: AskRecord) -> Answer:
         """The extract answer (or the refusal) for a result, through the same gate."""
         question = reading.text
-        verdict = self.gate.judge(question, result)
+        verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
         if not verdict.covered or self._own_words_missing(reading, result):
             return refusal(self.settings, question, EXTRACT, result, retrieval, error=note)

@@ -54,6 +54,7 @@ from .question import clean_question
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
+    from guiderag.store import Store
 
     from .gate import EvidenceGate
 
@@ -234,10 +235,13 @@ def points_back(text: str) -> bool:
 class Reader:
     """Reads questions of a conversation against one guideline (its retriever and gate)."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, gate: EvidenceGate) -> None:
+    def __init__(self, settings: Settings, retriever: Retriever, gate: EvidenceGate,
+                 store: Store | None = None) -> None:
+        """`store`: where the gate reads the guideline's coverage calibration."""
         self.settings = settings
         self.retriever = retriever
         self.gate = gate
+        self.store = store
 
     def read(self, question: str, history: Sequence[str]) -> Reading:
         """How `question` (cleaned) is read after `history` (clean_history's). Earlier
@@ -278,7 +282,7 @@ class Reader:
         if not self.covered(reading, completed):
             return Reading(question, text, before, STANDALONE)  # rule 4: a topic of its own
         alone = self.retriever.search(text, None)
-        if self.gate.judge(text, alone).covered and _top(alone) == _top(completed):
+        if self.gate.judge(text, alone, store=self.store).covered and _top(alone) == _top(completed):
             # its own words find the page the earlier topic would: nothing to carry (no
             # context claimed), but the conversation's topic goes on
             return Reading(question, text, before, STANDALONE, same_topic=True)
@@ -287,7 +291,7 @@ class Reader:
     def covered(self, reading: Reading, result: RetrievalResult) -> bool:
         """Whether a reading with carried terms is answered from `result` (rule 5): the
         gate covers it, and its own words are spoken to on the page that answers."""
-        if not self.gate.judge(reading.text, result).covered:
+        if not self.gate.judge(reading.text, result, store=self.store).covered:
             return False
         return self.own_words_found(reading.text, result)
 

@@ -5,7 +5,7 @@ conversations, 135 turns, on the patient-gastric guidebook: its README), serving
 ../patient-gastric/site on 127.0.0.1 and scraping it with our scraper into a fresh store,
 then the conversation sets of our own on other demo guidebooks (eval/conversations:
 written before any reader ran on them, to see how the reading transfers): the bundled
-sample guideline, and issue 20's demo sites when eval.demo_sites is installed.
+sample guideline, and issue 20's demo guidebooks (eval/sites: breast, colorectal).
 
 Every turn is asked twice, each time in a fresh session through eval.runner: with its
 conversation's earlier questions as its history (oldest first, out-of-scope turns
@@ -73,10 +73,18 @@ def gastric_set(bench_dir: Path | None = None, patient_dir: Path | None = None) 
 
 
 def own_sets() -> list[ConversationSet]:
-    """The conversation sets of our own (eval/conversations) whose sites are at hand."""
+    """The conversation sets of our own (eval/conversations): on the bundled sample
+    guideline, and on issue 20's demo guidebooks (eval/sites, built by eval.demo_sites)."""
     from guiderag.resources import SAMPLE_TOC_PATH, sample_site_dir
 
-    return [ConversationSet("sample-lung", conversation_set("sample-lung.jsonl"), sample_site_dir(), SAMPLE_TOC_PATH)]
+    from . import demo_sites
+
+    def builder(name: str) -> Callable[[Path], str]:
+        return lambda folder: demo_sites.build_site(demo_sites.load_guide(name), folder)
+
+    return [ConversationSet("sample-lung", conversation_set("sample-lung.jsonl"), sample_site_dir(), SAMPLE_TOC_PATH),
+            *(ConversationSet(f"demo-{name}", conversation_set(f"demo-{name}.jsonl"), None, "", builder(name))
+              for name in ("breast", "colorectal"))]
 
 
 def load_turns(path: Path) -> list[Turn]:

@@ -166,6 +166,12 @@ class OursRetriever(Retriever):
         threshold = self.settings.threshold
         top = float(scores.max()) if len(scores) else 0.0
         above = np.nonzero(scores >= self._thresholds())[0] if len(scores) else np.empty(0, int)
+        cleared = bool(len(above))
+        floor = self.settings.reference_floor
+        if not cleared and floor > 0 and len(scores):
+            # nothing cleared the threshold: the passages over the floor are the reference the
+            # coverage decision weighs (chatbot.coverage_decision), which refuses most of them
+            above = np.nonzero(scores >= floor)[0]
         candidates, total = self._candidates(above, scores)
         if len(above) > MAX_PASSAGES_CONSIDERED:
             # only the best few can fill the reference: no need to sort them all
@@ -173,7 +179,7 @@ class OursRetriever(Retriever):
         order = above[np.argsort(-scores[above], kind="stable")]
         passages = self._reference(order, scores)
         notes: list[str] = []
-        if not candidates:
+        if not cleared:
             qa = f" ({self.qa_threshold:g} on a Q&A page)" if self._qa_pages.any() and self.qa_threshold != threshold else ""
             notes.append(f"no passage scored at least the threshold {threshold}{qa} (best {top:.3f})")
         if unknown:
@@ -199,6 +205,7 @@ class OursRetriever(Retriever):
             unknown_terms=unknown,
             candidates_total=total,
             expansions=[e.to_json() for e in fired],
+            cleared=cleared,
             context=list(context),
         )
 

@@ -77,14 +77,18 @@ class RetrievalResult:
     candidates_total: int | None = None
     # query expansions that reached a corpus term (retrieval.expansion): what fired
     expansions: list[dict] = field(default_factory=list)
+    # whether a passage cleared the threshold; False when `passages` are those over the
+    # reference floor instead (settings.reference_floor); None: passages means cleared
+    cleared: bool | None = None
     # terms of earlier questions the question was searched with (a follow-up, completed:
     # chatbot.conversation); the evidence gate and extract read the question with them
     context: list[str] = field(default_factory=list)
 
     @property
     def governed(self) -> bool:
-        """True when something in the corpus cleared the threshold."""
-        return bool(self.passages)
+        """True when something in the corpus cleared the threshold (the coverage model may
+        still answer from the passages over the reference floor, chatbot.coverage_decision)."""
+        return bool(self.passages) if self.cleared is None else self.cleared
 
     @property
     def reference_text(self) -> str:
@@ -113,6 +117,7 @@ class RetrievalResult:
             "notes": list(self.notes),
             "unknown_terms": list(self.unknown_terms),
             "expansions": [dict(e) for e in self.expansions],
+            "threshold_cleared": self.governed,
             **({"context_terms": list(self.context)} if self.context else {}),
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}

@@ -212,11 +212,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         EnsureTable(AUDIT),
     )),
 
+    # Issue 20: a guideline's coverage decision fitted to its own labelled questions.
+    Migration(5, "coverage calibrations: a guideline's coverage decision fitted to its own questions", (
+        """CREATE TABLE coverage_calibrations (
+            guideline_id   TEXT PRIMARY KEY,
+            corpus_version TEXT NOT NULL,
+            fitted_at      TEXT NOT NULL,
+            model          TEXT NOT NULL,
+            summary        TEXT NOT NULL
+        )""",
+    )),
+
     # Issue 21: a follow-up's audit row records the conversation it was read with (JSON:
     # the earlier questions, how the question was read, what was carried); NULL for a
-    # question asked alone. (The next free number after issue 20's coverage calibrations:
-    # renumbered when that lands.)
-    Migration(5, "conversations: the history a follow-up was read with and what it carried, in its audit row", (
+    # question asked alone.
+    Migration(6, "conversations: the history a follow-up was read with and what it carried, in its audit row", (
         f"ALTER TABLE audit ADD COLUMN {AUDIT_CONVERSATION} TEXT",
     )),
 )
