@@ -8,8 +8,9 @@ each read as a question is (chatbot.question: cleaned, capped at max_question_ch
 
 How a question is read (`Reader.read`, offline, from the guideline's own statistics):
 1. a question opening with a topic-switch marker (「話は変わりますが」「ところで」「ついでに
-   聞きたいんですが」) starts a new topic: it is read on its own, without the marker;
-   a filler at its start (「あと、」「それと、」「あの、」) is not searched either;
+   聞きたいんですが」) starts a new topic: it is read on its own, exactly as asked alone;
+   neither the marker nor a filler at its start (「あと、」「それと、」「あの、」) counts
+   among the question's own words or topic (the question is still searched as typed);
 2. the topic of the conversation is the topic terms (retrieval.topic: the content nouns the
    guideline knows, by weight) of the question that opened it, and of the follow-ups read
    with it; a question read on its own opens a new one;
@@ -150,7 +151,7 @@ class Reading:
     """How one question of a conversation is read (the answer's `context`)."""
 
     question: str  # as asked (cleaned)
-    text: str  # what is searched: the question without a topic-switch marker or filler
+    text: str  # what is searched: the question as typed (cleaned)
     history: tuple[str, ...] = ()
     how: str = STANDALONE
     carried: list[Carried] = field(default_factory=list)
@@ -216,7 +217,8 @@ def _phrase(question: str, head: str, terms: Sequence[str]) -> str:
 
 def strip_opening(question: str) -> tuple[str, bool]:
     """The question without a topic-switch marker or a filler at its start (NFKC), and
-    whether a topic-switch marker opened it."""
+    whether a topic-switch marker opened it: what the reader takes the question's own
+    words and topic from (it is searched as typed)."""
     text = unicodedata.normalize("NFKC", question).strip()
     m = _SWITCH.match(text)
     if m and m.end() < len(text):
@@ -253,7 +255,8 @@ class Reader:
         last: list[Carried] = []
         for turn, earlier in enumerate(history, start=1):
             reading = self._step(earlier, turn, topic, last, history[: turn - 1])
-            own = [Carried(t.surface, turn, t.weight) for t in self.retriever.topic_terms(reading.text, TOPIC_TERMS)]
+            own = [Carried(t.surface, turn, t.weight)
+                   for t in self.retriever.topic_terms(strip_opening(reading.text)[0], TOPIC_TERMS)]
             if (reading.how == FOLLOW_UP and not reading.points_back) or reading.same_topic:
                 topic = _merge(topic, own)  # a follow-up with a topic of its own adds to it
             elif reading.how != FOLLOW_UP and not reading.same_topic:
@@ -265,11 +268,12 @@ class Reader:
 
     def _step(self, question: str, turn: int, topic: list[Carried], last: list[Carried],
               before: tuple[str, ...]) -> Reading:
-        text, switch = strip_opening(question)
+        text = question  # searched as typed, as a question alone is
+        bare, switch = strip_opening(question)  # without a marker or filler: its own words
         if switch or not topic:
             return Reading(question, text, before, TOPIC_SWITCH if switch else STANDALONE)
-        own = [t.surface for t in self.retriever.topic_terms(text, TOPIC_TERMS)]
-        back = points_back(text)
+        own = [t.surface for t in self.retriever.topic_terms(bare, TOPIC_TERMS)]
+        back = points_back(bare)
         source = _merge(last, topic) if back else topic
         carried = [c for c in source if not any(c.term in o or o in c.term for o in own)]
         reading = Reading(question, text, before, FOLLOW_UP, carried, back)
@@ -299,7 +303,7 @@ class Reader:
         """Rule 5: the question's own slots find settings.min_line_coverage of their mass in
         the title and lines of the page of the first passage (True when it has none)."""
         cut = self.settings.min_line_coverage
-        slots = self.retriever.query_slots(text)
+        slots = self.retriever.query_slots(strip_opening(text)[0])
         own = slots[0] if slots else []
         if cut <= 0 or not result.passages or sum(m for m, _ in own) <= 0:
             return True

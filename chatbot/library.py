@@ -28,7 +28,7 @@ from guiderag.store.pages import store_exists
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
-from .conversation import Reader, Reading, clean_history, strip_opening
+from .conversation import Reader, Reading, clean_history
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
@@ -156,8 +156,7 @@ class Library:
         terms, or its own words finding the earlier topic's page), it answers it; else None
         (the question carries a topic of its own: routed alone)."""
         for earlier in reversed(history):
-            text = strip_opening(earlier)[0]
-            chosen, governed = rt.offline_choice([self.evidence(gid, text) for gid in self.ids])
+            chosen, governed = rt.offline_choice([self.evidence(gid, earlier) for gid in self.ids])
             if not governed:
                 continue
             reading = self.reader(chosen).read(question, history)
