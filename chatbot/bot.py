@@ -44,7 +44,7 @@ from guiderag.store import Store
 
 from .answer import FAILED, FELL_BACK, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED, KEYWORDS_USED, Answer
 from .audit import AuditLog
-from .conversation import Reader, Reading, clean_history
+from .conversation import TOPIC_SWITCH, Reader, Reading, clean_history
 from .coverage_reasons import rule_reason
 from .gate import EvidenceGate, Verdict
 from .llm import LLMClient, Progress
@@ -200,7 +200,8 @@ class Chatbot:
             self.llm.require("answer")  # ModelNotConfiguredError before any work
         question = reading.text
         keywords = self._keywords(question, record)
-        if reading.history and self.llm.configured("keywords") and self.settings.pipeline != PROTOCOL:
+        if (reading.history and reading.how != TOPIC_SWITCH and self.llm.configured("keywords")
+                and self.settings.pipeline != PROTOCOL):
             from .rewrite import rewrite_terms  # a follow-up rewritten by the keywords model: may only add
 
             keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,

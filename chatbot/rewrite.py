@@ -13,8 +13,9 @@ answering page). What it did is `Answer.model_use["rewrite"]`: outcome used | ig
 skipped | failed, the completed question, the terms it added; its raw reply is kept in
 the audit row only.
 
-The earlier questions reach this call and no other: a history full of instructions can
-change which known guideline terms are searched for, never the text shown.
+A question a topic-switch marker opens is not rewritten (it was read on its own). The
+earlier questions reach this call and no other: a history full of instructions can change
+which known guideline terms are searched for, never the text shown.
 """
 from __future__ import annotations
 
