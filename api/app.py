@@ -1,7 +1,11 @@
 """The FastAPI application of `guiderag serve` (../shared/CONTRACT.md, "HTTP API").
 
-- `POST /v1/ask` {"question", "mode"?, "guideline"?} -> the answer object of `ask --json`,
-  audited the same way (the audit row is committed before the reply);
+- `POST /v1/ask` {"question", "mode"?, "guideline"?, "history"?} -> the answer object of
+  `ask --json`, audited the same way (the audit row is committed before the reply);
+  `history`: the conversation's earlier questions, oldest first (stateless: the caller
+  keeps them; a follow-up is read with them, chatbot.conversation), at most
+  settings.history_max_turns texts of at most api_max_question_chars each: beyond, 422 and
+  no audit row;
 - `GET /v1/pages` (`?guideline=ID`), `GET /v1/guidelines`; `GET /healthz` (the process
   lives: answered on the event loop, never touching the store or the request threads);
   `GET /readyz` (store reachable and indexes loaded, else 503, within
@@ -33,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from guiderag.chatbot.conversation import check_history
 from guiderag.errors import (
     EmptyCorpusError,
     GuideragError,
@@ -63,6 +68,9 @@ class AskRequest(BaseModel):
     question: str = Field(min_length=1, description="the patient's question, in their words")
     mode: Mode | None = Field(default=None, description="extract (default), lines or generate")
     guideline: str | None = Field(default=None, description="a guideline id, or auto (the default)")
+    history: list[str] | None = Field(
+        default=None, description="the conversation's earlier questions, oldest first (at most "
+        "GUIDERAG_HISTORY_MAX_TURNS): a follow-up is read with them")
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -214,7 +222,11 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         """Answer one question: the answer object of `guiderag ask --json`, audited first."""
         if len(body.question) > settings.api_max_question_chars:
             raise _BadField("question", f"at most {settings.api_max_question_chars} characters")
-        return service.ask(body.question, body.mode, body.guideline).to_json()
+        try:
+            check_history(body.history, settings, settings.api_max_question_chars)
+        except InputError as exc:
+            raise _BadField("history", str(exc)) from exc
+        return service.ask(body.question, body.mode, body.guideline, body.history).to_json()
 
     @app.exception_handler(_BadField)
     async def bad_field(request: Request, exc: _BadField) -> JSONResponse:

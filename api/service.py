@@ -53,9 +53,11 @@ class Service:
         return self._cache.loaded_state
 
     # -- what the routes call -------------------------------------------------------
-    def ask(self, question: str, mode: str | None, guideline: str | None = None) -> Answer:
-        """One question, routed and answered and audited exactly as `guiderag ask` does."""
-        return self.library().ask(question, mode, guideline)
+    def ask(self, question: str, mode: str | None, guideline: str | None = None,
+            history: list[str] | None = None) -> Answer:
+        """One question (read with its conversation's earlier questions, when given), routed
+        and answered and audited exactly as `guiderag ask` does."""
+        return self.library().ask(question, mode, guideline, history=history)
 
     def pages(self, guideline: str | None = None) -> list[dict[str, Any]]:
         """What `guiderag pages --json` lists (of one guideline, or of all)."""

@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
     p.add_argument("--guideline", metavar="ID|auto", help="answer from this guideline, or auto: the one "
                    "that governs the question (default)")
+    p.add_argument("--history", action="append", metavar="EARLIER_QUESTION", default=None,
+                   help="an earlier question of the conversation (repeat it, oldest first): a follow-up is "
+                   "read with them")
 
     p = sub.add_parser("audit", parents=[common], help="export the audit log")
     p.add_argument("--out", type=Path, required=True, help="workbook to write (.xlsx)")
@@ -143,20 +146,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
-    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded, its PDF edition): build or serve, scrape, evaluate, print the tables and refusal curves")
+    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded, its PDF edition, conversations): build or serve, scrape, evaluate, print the tables and refusal curves")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
     p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
-    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "all", "coverage"), default="all",
+    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "conversation", "all", "coverage"), default="all",
                    help="which benchmark: JSQuAD, the patient-worded gastric set, its PDF edition "
-                        "(beside the HTML one), or all (default); coverage: the coverage model's "
+                        "(beside the HTML one), the multi-turn conversations (with history and alone), "
+                        "or all (default); coverage: the coverage model's "
                         "leave-one-site-out, shipped and ablation tables over every labelled site")
     p.add_argument("--write-model", type=Path, help="coverage suite: write the shipped models (JSON) here, "
                    "e.g. data/coverage_model.json")
     p.add_argument("--no-ablation", action="store_true", help="coverage suite: skip the ablation table")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
+    p.add_argument("--conversation-dir", type=Path,
+                   help="conversation benchmark folder (default: ../shared/bench/conversation-gastric)")
     p.add_argument("--pdf-dir", type=Path, help="PDF benchmark folder (default: ../shared/bench/pdf-gastric)")
     p.add_argument("--json", action="store_true")
 

@@ -52,6 +52,11 @@ def question_set(name: str) -> Path:
     return _package_dir("guiderag.eval.questions") / name
 
 
+def conversation_set(name: str) -> Path:
+    """A bundled conversation set (eval/conversations: sample-lung.jsonl, demo-*.jsonl)."""
+    return _package_dir("guiderag.eval.conversations") / name
+
+
 def user_data_dir() -> Path:
     """$XDG_DATA_HOME/guiderag, else ~/.local/share/guiderag: where the default store lives."""
     base = os.environ.get("XDG_DATA_HOME") or ""

@@ -259,6 +259,10 @@ class AnswerConfig:
         "gives such a figure")
     question_capped_message: str = setting(DEFAULT_CAPPED, "the note shown when a question was cut to "
                                            "max_question_chars ({limit}, {chars})", check=_formats("limit", "chars"))
+    # A follow-up leans on the last few questions; the API refuses a longer history (422).
+    history_max_turns: int = setting(5, "a follow-up is read with at most this many earlier questions of its "
+                                     "conversation (the last ones); the API refuses more, the chat sends "
+                                     "the last ones", check=at_least(1))
 
 
 @dataclass(frozen=True)

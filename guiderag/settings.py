@@ -114,6 +114,7 @@ class Settings:
     min_line_coverage = _flat(lambda s: s.answer.min_line_coverage)
     require_asked_figure = _flat(lambda s: s.answer.require_asked_figure)
     question_capped_message = _flat(lambda s: s.answer.question_capped_message)
+    history_max_turns = _flat(lambda s: s.answer.history_max_turns)
     openai_api_key = _flat(lambda s: s.model.openai_api_key)
     openai_base_url = _flat(lambda s: s.model.openai_base_url)
     keywords_model = _flat(lambda s: s.model.keywords_model)

@@ -9,6 +9,8 @@ database; the app's own first-run build of it (guiderag.ui.bootstrap) has its te
 from __future__ import annotations
 
 import html
+import json
+import sqlite3
 import re
 import time
 from pathlib import Path
@@ -126,11 +128,16 @@ def test_not_covered_question_gets_the_refusal_and_escalation_not_an_error(store
     assert not at.error and not blocks(at, "grag-governed")
 
 
-def test_history_is_kept_for_the_session_and_each_question_answered_alone(store_copy: Path) -> None:
+def test_history_is_kept_for_the_session_and_each_question_read_with_the_earlier_ones(store_copy: Path) -> None:
     at = ask(ask(start_app(), IN_SCOPE), OUT_OF_SCOPE)
     turns = history(at)
     assert [t.question for t in turns] == [IN_SCOPE, OUT_OF_SCOPE]
     assert turns[0].answer.governed and not turns[1].answer.governed
+    # the second was read with the first (chatbot.conversation), as its audit row records
+    with sqlite3.connect(store_copy) as conn:
+        recorded = [json.loads(c) if c else None for (c,) in conn.execute("SELECT conversation FROM audit ORDER BY id")]
+    assert recorded[-2:] == [None, {"history": [IN_SCOPE], "read_as": recorded[-1]["read_as"],
+                                    "context": turns[1].answer.context}]
     # Both answers stay on screen, in order.
     assert len(blocks(at, "grag-governed")) == 1 and len(blocks(at, "grag-notcovered")) == 1
     assert [m.name for m in at.chat_message] == ["user", "assistant", "user", "assistant"]
