@@ -70,12 +70,11 @@ class QueryEvidence:
 
 
 class _IndexCache:
-    """What evidence reads of one loaded index, computed once: each page's row by URL, its
-    number of distinct terms, its analysed title."""
+    """What evidence reads of one loaded index, computed once: each page's number of
+    distinct terms, its analysed title."""
 
     def __init__(self, retriever: OursRetriever) -> None:
         self.lock = threading.Lock()
-        self.rows = {p.url: i for i, p in enumerate(retriever.pages)}
         self.lengths = np.bincount(retriever.data.pages_terms.indices, minlength=retriever.data.n_pages)
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
@@ -123,7 +122,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
     data = retriever.data
     vocab = data.term_vocab
     cache = _cache(retriever)
-    top_row: int | None = cache.rows.get(result.candidates[0].url) if result.candidates else None
+    top_row: int | None = result.candidates[0].row if result.candidates else None
     title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
     base, extended = retriever.query(question, keywords, result.context)  # a follow-up as read
     query = extended or base
