@@ -32,24 +32,34 @@ from guiderag.settings import Settings
 
 from . import coverage_data, coverage_sites
 from . import coverage_train as T
+from .coverage_sites import JSQUAD
+from .jsquad import article_of
 
 # The features of the shipped models, per guideline form. Q&A form: the 17 candidates
-# frozen before the first look at the demo sites, less those whose removal did not lower
-# leave-one-site-out gold or refusal over the four Q&A sites (backward elimination:
-# unknown_disease, title_coverage, margin, unknown_when, odds_missing; the ablation table).
-# Article form (JSQuAD alone, no site to leave out): the same, with margin and title_coverage,
-# which raise gold in a 5-fold cross-validation over held-out articles (0.939 -> 0.947).
+# frozen before round 1's first look at the demo sites, less those whose removal did not
+# lower leave-one-site-out gold or refusal over the four Q&A sites (backward elimination:
+# unknown_disease, title_coverage, margin, unknown_when, odds_missing), plus round 2's
+# evidence, each kept because it raised leave-one-site-out ranking (the held-out gold at
+# refusal 0.90-0.975, every site) and the held-out refusal of the sample: a disease or organ
+# the guideline names only in passing (passing_named: 大腸 of 大腸がん検診 asked of the lung
+# sample, 胃潰瘍 of the gastric guidebook) and a figure asked in a unit the best page gives
+# none in (unit_missing: 何時間 where it says 数か月). Article form (JSQuAD alone, no site to
+# leave out): the same, with margin and title_coverage, which raise gold in a 5-fold
+# cross-validation over articles (the report prints it).
 QA_FEATURES: tuple[str, ...] = (
     "score", "page_coverage", "line_coverage", "known_mass", "expansion_mass", "unknown_specific",
     "unknown_common", "unknown_partial", "asks_figure", "figure_missing", "asks_recommendation", "terms",
+    "passing_named", "unit_missing",
 )
 ARTICLE_FEATURES: tuple[str, ...] = (*QA_FEATURES, "margin", "title_coverage")
 FEATURES_OF = {QA: QA_FEATURES, ARTICLE: ARTICLE_FEATURES}
-# The candidates frozen before the first look (the ablation starts from them).
+# The candidates the ablation starts from: round 1's 17, frozen before its first look at the
+# demo sites, and round 2's (chatbot.coverage_features says what each measures).
 CANDIDATES: tuple[str, ...] = (
     "score", "margin", "page_coverage", "line_coverage", "title_coverage", "known_mass", "expansion_mass",
     "unknown_specific", "unknown_common", "unknown_partial", "unknown_when", "unknown_disease",
     "asks_figure", "figure_missing", "odds_missing", "asks_recommendation", "terms",
+    "passing_named", "unit_missing", "unknown_paraphrase",
 )
 # The target out-of-scope refusal the shipped operating points are chosen for.
 TARGET_REFUSAL = 0.95
@@ -154,6 +164,12 @@ def run(settings: Settings, *, workdir: Path, sites: Sequence[str] | None = None
             out.append(table(sites_of, {s: r["oracle"] for s, r in res.items()},
                              "leave-one-site-out, oracle (the same models, cut to reach the target on the site)"))
             meta["loso"][form] = {s: {k: v.to_json() for k, v in r["realised"].items()} for s, r in res.items()}
+        if len(sites_of) == 1 and JSQUAD in sites_of:
+            cv = T.grouped_cv(sites_of[JSQUAD], FEATURES_OF[form], TARGET_REFUSAL, lambda r: article_of(str(r["id"])),
+                              C=C)
+            out.append(table(sites_of, {JSQUAD: cv}, "5-fold cross-validation over articles (each fold fitted and "
+                                                     "cut on the other four)"))
+            meta.setdefault("cv", {})[form] = {k: v.to_json() for k, v in cv.items()}
         in_sample = {s: T.score(rs, T.decide(model, rs)) for s, rs in sites_of.items()}
         out.append(table(sites_of, in_sample, f"shipped model (fitted on every {form} site, cut "
                                               f"{model.operating_point:.3f})"))
