@@ -226,7 +226,8 @@ def measure(
     known_surfaces = [f.surface for f in facts if f.known and f.surface]
     for f in unknown:
         named = _named(f)
-        if named in (DISEASE, ORGAN, DRUG) or (named is not None and f.kind in _NOUNISH):
+        if (named in (DISEASE, ORGAN, DRUG) or (named is not None and f.kind in _NOUNISH)) \
+                and not _inside_another(f, unknown):
             m.unknown_named.append(f.surface)
         if f.kind not in _NOUNISH or _inside_another(f, unknown):
             # words, not their parts: a part of an unknown word the analyzer also read (正月 of
@@ -279,7 +280,7 @@ def measure(
                                     for f in unknown if f.kind in _NOUNISH
                                     and f.surface not in m.unknown_partial), default=0.0)
     diseases = [f for f in unknown if f.kind in _NOUNISH and _named(f) in (DISEASE, ORGAN)
-                and not _own_disease(f, facts)]
+                and not _own_disease(f, facts) and not _inside_another(f, unknown)]
     m.unknown_diseases = [f.surface for f in diseases]
     v["unknown_disease"] = 1.0 if diseases else 0.0
     v["unknown_drug"] = float(any(_named(f) == DRUG or is_katakana(f.surface) for f in unknown if f.kind in _NOUNISH))

@@ -169,7 +169,7 @@ def legacy(records: Sequence[Mapping[str, Any]]) -> list[bool]:
 
 def loso(by_site: Mapping[str, Sequence[Mapping[str, Any]]], names: Sequence[str], target: float, *,
          C: float = C_DEFAULT, rule: str = POOLED, labels: str = "success", train_sites: Iterable[str] | None = None,
-         held_out: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+         held_out: Iterable[str] | None = None, oracle_target: float | None = None) -> dict[str, dict[str, Any]]:
     """Leave-one-site-out: for each site, the model fitted and cut on the others, scored on it.
     Also the oracle view: on the held-out site, the cut that reaches `target` there (how well
     the model ranks a site it never saw, whatever its calibration)."""
@@ -182,7 +182,7 @@ def loso(by_site: Mapping[str, Sequence[Mapping[str, Any]]], names: Sequence[str
         model = model.with_operating_point(cut, target)
         test = list(by_site[held])
         realised = score(test, decide(model, test))
-        oracle_cut = choose_point(model, test, target, POOLED)
+        oracle_cut = choose_point(model, test, target if oracle_target is None else oracle_target, POOLED)
         oracle = score(test, decide(model, test, oracle_cut))
         out[held] = {"model": model, "cut": cut, "realised": realised, "oracle": oracle, "oracle_cut": oracle_cut}
     return out
