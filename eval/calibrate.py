@@ -11,7 +11,10 @@ of the guideline's retrieval, offline, and measured as an answer would be
   refusal curve in the model file's meta): (refused in the set + PRIOR_OUT x the training
   sites' refusal at the cut) / (the set's out-of-scope questions + PRIOR_OUT). A set of 35
   out-of-scope questions moves its refusal by 0.03 a question, so alone it would set the
-  cut on one or two questions; a set of a few hundred decides by itself;
+  cut on one or two questions; a set of a few hundred decides by itself. A cut below the
+  shipped one is then lowered only as far as it answers more of the set's in-scope
+  questions right (a lower cut that answers none more only lets more out-of-scope
+  questions through on the next set);
 - the weights too, when the set is large enough (at least REFIT_IN in-scope and
   REFIT_OUT out-of-scope questions) AND refitting pays on it: a logistic regression on
   the set, pulled towards the shipped weights (an L2 penalty around them, not around 0),
@@ -31,10 +34,11 @@ each operating point) is printed, and written with `--out CURVE.xlsx` beside a P
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from guiderag.chatbot.coverage_model import CoverageModel
 from guiderag.errors import InputError
@@ -118,6 +122,18 @@ def _at_target(records: Sequence[Mapping[str, Any]], probs: Sequence[float], tar
     return cut, sum(1 for r, p in zip(records, probs) if p >= cut and _right(r, gold_set))
 
 
+def _no_further(cut: float, records: Sequence[Mapping[str, Any]], probs: Sequence[float], gold_set: bool,
+                shipped_cut: float) -> float:
+    """The cut moved from the shipped one towards `cut` only as far as it pays on the set:
+    the shipped cut when no in-scope question the set answers right lies between the two,
+    else the cut nearest the shipped one that answers the same ones right as `cut` does."""
+    if shipped_cut <= cut:
+        return cut
+    right = sorted(p for r, p in zip(records, probs) if _right(r, gold_set) and p >= cut)
+    # answered right at `cut`; a cut up to the lowest of their P answers every one of them
+    return min(shipped_cut, right[0]) if right else shipped_cut
+
+
 def refit_weights(records: Sequence[Mapping[str, Any]], base: CoverageModel, C: float = REFIT_C) -> CoverageModel:
     """A logistic regression on the set in the shipped model's standardised features, its
     weights pulled towards the shipped ones: minimises the set's (site-balanced) log loss
@@ -167,6 +183,7 @@ def fit(records: Sequence[Mapping[str, Any]], shipped: CoverageModel, target: fl
     probs = [shipped.probability(r["features"]) for r in records]
     prior = prior_refusal(shipped)
     cut, right = _at_target(records, probs, target, gold_set, prior)
+    cut = _no_further(cut, records, probs, gold_set, shipped.operating_point)
     result = Fit(shipped.with_operating_point(cut, target), SHIPPED_WEIGHTS,
                  f"the set ({counts['in_scope']} in scope, {counts['out_of_scope']} out of scope) is below "
                  f"{REFIT_IN} / {REFIT_OUT}: only the operating point is refitted", probs, counts)
