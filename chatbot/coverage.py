@@ -48,16 +48,18 @@ def measure_result(question: str, result: RetrievalResult, retriever: OursRetrie
     return measure_inputs(question, result, retriever, analyze, cleared=cleared, keywords=keywords).measure()
 
 
-def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str]) -> bool:
-    """Whether the keywords add terms the corpus knows to the question's query."""
-    return bool(keywords) and retriever.query(question, keywords)[1] is not None
+def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str], context: Sequence[str] = ()) -> bool:
+    """Whether the keywords add terms the corpus knows to the question's query (completed by
+    a follow-up's `context`)."""
+    return bool(keywords) and retriever.query(question, keywords, context)[1] is not None
 
 
 def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
                    *, cleared: bool | None = None, keywords: Sequence[str] = ()) -> MeasureInputs:
     """What the features of `result` are computed from (see MeasureInputs)."""
     evidence = query_evidence(retriever, question, result, keywords)
-    slots = retriever.query_slots(question, keywords)
+    # a follow-up is measured as read: completed by the terms it leans on (chatbot.conversation)
+    slots = retriever.query_slots(question, keywords, *([result.context] if result.context else []))
     coverage = line_coverage(question, result.passages, analyze, slots=slots[-1]) if slots and result.passages else 0.0
     top = PageFacts()
     if evidence.top_page is not None:

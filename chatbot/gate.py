@@ -199,7 +199,7 @@ class EvidenceGate:
         `query_weights`."""
         if self.settings.min_line_coverage <= 0:
             return None
-        slots = self.retriever.query_slots(question, result.keywords)
+        slots = self.retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))
         if not slots:
             weights = self.retriever.query_weights(question, result.keywords)
             return line_coverage(question, result.passages, self.analyze, weights, result.keywords)

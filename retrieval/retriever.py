@@ -8,6 +8,7 @@ from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
 from .result import RetrievalResult
+from .topic import TopicTerm
 
 # The evidence gate's view of one query (retrieval.query): (mass, {corpus term: lambda}) per
 # slot; a line finds a slot at the best lambda of the alternatives it holds.
@@ -15,7 +16,7 @@ Slots = Sequence[tuple[float, Mapping[str, float]]]
 
 
 class Retriever(ABC):
-    """search(question, keywords) -> RetrievalResult over one corpus version of one guideline.
+    """search(question, keywords, context) -> RetrievalResult over one corpus version of one guideline.
 
     Everything the answer stage asks of retrieval is here (chatbot.gate, chatbot.modes):
     `search`, `offline_keywords`, `idf`, `analyze`, `query_weights`, `query_slots`, and
@@ -32,8 +33,11 @@ class Retriever(ABC):
         self.guideline = guideline
 
     @abstractmethod
-    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
-        """The reference for `question`; keywords=None means offline keywords."""
+    def search(self, question: str, keywords: Sequence[str] | None = None, *,
+               context: Sequence[str] = ()) -> RetrievalResult:
+        """The reference for `question`; keywords=None means offline keywords. `context`:
+        terms of earlier questions that complete a follow-up (chatbot.conversation): the
+        question is searched as completed by them; a pipeline without slots ignores them."""
 
     @abstractmethod
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
@@ -48,10 +52,17 @@ class Retriever(ABC):
         """The analyzer terms of `text` as this retriever sees them (synonyms applied)."""
 
     @abstractmethod
-    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
-        """The query as slots, for the question alone and (when they add anything) with the
-        keywords; [] when the pipeline has no slots (the evidence gate and extract then
-        weigh the question's terms with `query_weights`)."""
+    def query_slots(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()) -> list[Slots]:
+        """The query as slots, for the question alone (completed by `context`, as `search`
+        reads it) and (when they add anything) with the keywords; [] when the pipeline has
+        no slots (the evidence gate and extract then weigh the question's terms with
+        `query_weights`)."""
+
+    def topic_terms(self, text: str, k: int) -> list[TopicTerm]:
+        """At most `k` terms naming what `text` (a question) is about, as this guideline's
+        words, heaviest first, with their weights (retrieval.topic); [] for a pipeline
+        without slots."""
+        return []
 
     def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
         """Each query term's weight in the question's mass, as the evidence gate weighs it
