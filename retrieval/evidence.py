@@ -50,6 +50,9 @@ class SlotFact:
     expansion_only: bool  # known only through an expansion (lambda < 1)
     top_weight: float = 0.0  # lambda times its BM25-saturated frequency on the best page (how much it says it)
     adverbial: bool = False  # an adverb-like noun (先月, 来週, 最近: UniDic's 副詞可能): when, not what
+    # how many of its pages hold it in their title, for a word on at most TITLE_PAGES pages
+    # (-1: on more pages, not counted): a word no title names is mentioned in passing
+    title_pages: int = -1
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class QueryEvidence:
     @property
     def mass(self) -> float:
         return sum(s.mass for s in self.slots)
+
+
+# The titles of a word's pages are read only for a word on at most this many pages.
+TITLE_PAGES = 3
 
 
 class _IndexCache:
@@ -133,11 +140,14 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
         on_top = 0.0
         in_title = 0.0
         weight = 0.0
+        titled: set[int] = set()
         m = data.pages_terms
         for a, lam in alts:
             col = vocab[a]
             rows = _page_rows(retriever, col)
             best_pages = max(best_pages, len(rows))
+            if len(rows) <= TITLE_PAGES:
+                titled.update(int(r) for r in rows if a in _title_terms(retriever, cache, int(r)))
             if top_row is not None and len(rows):
                 i = int(np.searchsorted(rows, top_row))
                 if i < len(rows) and rows[i] == top_row:
@@ -153,6 +163,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
             pages=best_pages, top_page=on_top, top_title=in_title,
             expansion_only=bool(alts) and not exact, top_weight=weight,
             adverbial=not alts and _adverbial(slot.surface or slot.term),
+            title_pages=len(titled) if best_pages <= TITLE_PAGES else -1,
         ))
     qa = bool(top_row is not None and retriever._qa_pages[top_row])
     return QueryEvidence(tuple(facts), data.n_pages, top_row, qa,
