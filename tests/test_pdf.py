@@ -171,7 +171,7 @@ def test_the_coverage_evidence_reads_the_section_that_answers_not_the_document_s
 
     scope = fast_settings.guideline_scope(DEFAULT_GUIDELINE)
     with _site(chapter().build(), _second()).serve() as base:
-        scrape_site(fast_settings, base + "/guide/index.html", guideline=scope)
+        scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html", guideline=scope)
     retrieval.build_index(fast_settings, scope)
     retriever = retrieval.load_retriever(fast_settings, scope)
     assert isinstance(retriever, OursRetriever)
