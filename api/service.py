@@ -28,7 +28,7 @@ class Service:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        configure_store(settings)  # a PostgreSQL store's pool size and bounded waits
+        configure_store(settings.storage)  # a PostgreSQL store's pool size and bounded waits
 
     @property
     def _cache(self) -> LibraryCache:

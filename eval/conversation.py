@@ -17,7 +17,6 @@ topic_switch); refused for the out-of-scope ones (follow_up_oos, switch_oos).
 """
 from __future__ import annotations
 
-import io
 import json
 import sys
 from dataclasses import dataclass, field
@@ -214,7 +213,7 @@ def run_set(settings: Any, cset: ConversationSet, *, workdir: Path | None = None
             toc = cset.build(site)
         assert site is not None
         with serve_directory(site) as root:
-            report = scraper.scrape_site(base, root + toc, stderr=io.StringIO())
+            report = scraper.scrape_site(base.scraper, base.storage, root + toc)
         stored = len(report.summary.added)
         log(f"devbench conversation {cset.name}: {len(turns)} turns; the scraper stored {stored} pages")
         retrieval.build_index(base)

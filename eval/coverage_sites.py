@@ -15,7 +15,6 @@ category):
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -71,24 +70,23 @@ def prepare(name: str, work: Path, settings: Settings, *, bench_dir: Path | None
     fresh_store(base)
     if book.exists():
         book.unlink()  # an earlier run's workbook would be read as hand edits
-    quiet = io.StringIO()
     questions: list[Labelled]
     if name == JSQUAD:
         articles = jsquad.load_articles(None, settings=settings)
         inside, outside = jsquad.split_articles(articles, jsquad.HELD_OUT, jsquad.SEED)
         toc = jsquad.build_site(inside, folder / "site")
         with serve_directory(folder / "site") as root:
-            scraper.scrape_site(base, root + toc, stderr=quiet)
+            scraper.scrape_site(base.scraper, base.storage, root + toc)
         questions = [Labelled(q, JSQUAD_IN if q.kind == IN_SCOPE else JSQUAD_OUT)
                      for q in jsquad.questions(inside, outside)]
     elif name == GASTRIC:
         path = suite_dir(bench_dir)
         with serve_directory(path / "site") as root:
-            scraper.scrape_site(base, root + "gb/index.html", stderr=quiet)
+            scraper.scrape_site(base.scraper, base.storage, root + "gb/index.html")
         questions = [Labelled(p.question, p.category) for p in load_patient(path)]
     elif name == SAMPLE:
         with serve_sample_site() as toc:
-            scraper.scrape_site(base, toc, public_site=SAMPLE_SITE_URL, stderr=quiet)
+            scraper.scrape_site(base.scraper, base.storage, toc, public_site=SAMPLE_SITE_URL)
         questions = []
         for set_name, prefix in (("sample_patient.xlsx", ""), ("protocol.xlsx", "")):
             for q in read_questions(question_set(set_name)):
@@ -97,7 +95,7 @@ def prepare(name: str, work: Path, settings: Settings, *, bench_dir: Path | None
         guide = demo_sites.load_guide(name)
         toc = demo_sites.build_site(guide, folder / "site")
         with serve_directory(folder / "site") as root:
-            scraper.scrape_site(base, root + toc, stderr=quiet)
+            scraper.scrape_site(base.scraper, base.storage, root + toc)
         questions = [Labelled(Question(str(q["id"]), q["question"], q["kind"], gold_url=q.get("gold_page"),
                                        gold_answers=list(q.get("answers") or [])), str(q["category"]))
                      for q in demo_sites.load_questions(name)]

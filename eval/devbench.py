@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from urllib.parse import urlsplit
 
 from guiderag.errors import InputError
+from guiderag.progress import ProgressReporter
 from guiderag.settings import EXTRACT, MODES, OURS, PIPELINES, Settings
 from guiderag.scraper.sample import serve_directory
 
@@ -175,7 +176,8 @@ def run_devbench(
         write_questions(chosen, work / "questions.xlsx")
         log(f"devbench: {len(inside)} articles on the site, {len(outside)} held back; {len(chosen)} questions")
         with serve_directory(site) as root:
-            summary = scraper.scrape(base, root + toc)
+            summary = scraper.scrape(base.scraper, base.storage, root + toc,
+                                     progress=ProgressReporter(enabled=base.cli.progress))
         with Store(base.db, create=False) as store:
             stored = store.current_pages()
         expected = {a.path for a in inside}

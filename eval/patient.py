@@ -295,7 +295,6 @@ def spread(questions: Sequence[PatientQuestion], limit: int | None) -> list[Pati
 def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: Path | None = None,
                       limit: int | None = None, log: Any = None) -> SuiteReport:
     """Serve, scrape, ask, score: the patient suite's report (see the module docstring)."""
-    import io
     import sys
 
     from guiderag import retrieval, scraper
@@ -313,7 +312,7 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
         if book.exists():
             book.unlink()  # an earlier run's workbook would be read as hand edits
         with serve_directory(path / "site") as root:
-            report = scraper.scrape_site(base, root + "gb/index.html", stderr=io.StringIO())
+            report = scraper.scrape_site(base.scraper, base.storage, root + "gb/index.html")
         stored = len(report.summary.added)
         log(f"devbench patient: {len(questions)} questions; the scraper stored {stored} pages")
         retrieval.build_index(base)

@@ -17,7 +17,6 @@ into a fresh store and scores:
 """
 from __future__ import annotations
 
-import io
 import json
 import sys
 from dataclasses import dataclass, field
@@ -160,8 +159,8 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
         if book.exists():
             book.unlink()  # an earlier run's workbook would be read as hand edits
         with serve_directory(path / "site") as root:
-            first = scraper.scrape_site(base, root + TOC_PATH, stderr=io.StringIO())
-            again = scraper.scrape_site(base, root + TOC_PATH, stderr=io.StringIO())
+            first = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
+            again = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
         with Store(base.db, create=False) as store:
             stored = store.current_pages()
         got = {urlsplit(p.url).path.lstrip("/") for p in stored}

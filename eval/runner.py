@@ -291,7 +291,7 @@ def _worker_init(settings: Settings, mode: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from guiderag.store.connection import configure
 
-    configure(settings)  # a PostgreSQL store: the parent's pool size and bounded waits
+    configure(settings.storage)  # a PostgreSQL store: the parent's pool size and bounded waits
     _WORKER = _Asker(settings, mode)
 
 

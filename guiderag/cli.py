@@ -270,7 +270,7 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"guiderag: warning: {warning}", file=sys.stderr)
         from guiderag.store.connection import configure as configure_store
 
-        configure_store(settings)  # every PostgreSQL store this command opens: pool size, bounded waits
+        configure_store(settings.storage)  # every PostgreSQL store this command opens: pool size, bounded waits
         module_name, func_name = COMMANDS[args.command]
         func: Callable[[argparse.Namespace, Settings], int] = getattr(
             importlib.import_module(module_name), func_name

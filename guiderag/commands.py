@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GuideragError, InputError
+from .progress import ProgressReporter
 from .resources import SAMPLE_SITE_URL
 from .settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, GuidelineScope, Settings
 
@@ -34,16 +35,19 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("give the table-of-contents URL to scrape (or --sample for the bundled sample guideline)")
     if getattr(args, "guideline", None) == AUTO_GUIDELINE:
         raise InputError("--guideline auto is for asking; a scrape stores one named guideline (e.g. --guideline gastric)")
-    scope = settings.guideline_scope(settings.guideline or DEFAULT_GUIDELINE)
+    scope = settings.guideline_scope(settings.storage.guideline or DEFAULT_GUIDELINE)
     title = getattr(args, "title", None)
+    # The scraper stage is handed its own config, the store's and a progress reporter.
+    progress = ProgressReporter(enabled=settings.cli.progress)
     if args.sample:
         if getattr(args, "delay", None) is None:
             settings = settings.replace(delay_s=0.0)  # our own loopback server: no one to be polite to
         with serve_sample_site() as toc_url:
-            report = scrape_site(settings, toc_url, guideline=scope, urls_xlsx=args.urls_xlsx,
-                                 public_site=SAMPLE_SITE_URL, title=title)
+            report = scrape_site(settings.scraper, settings.storage, toc_url, guideline=scope,
+                                 urls_xlsx=args.urls_xlsx, public_site=SAMPLE_SITE_URL, progress=progress, title=title)
     else:
-        report = scrape_site(settings, args.toc_url, guideline=scope, urls_xlsx=args.urls_xlsx, title=title)
+        report = scrape_site(settings.scraper, settings.storage, args.toc_url, guideline=scope,
+                             urls_xlsx=args.urls_xlsx, progress=progress, title=title)
     print_report(report)
     from .retrieval.persist import remove_stale_builds
 
@@ -187,10 +191,10 @@ def chat_environment(args: argparse.Namespace, settings: Settings) -> dict[str, 
 
     env = dict(os.environ)
     for name, source in settings.sources.items():  # --pipeline, --threshold, ... as their variables
-        value = getattr(settings, name, None)
-        if source == FLAG and name in BY_NAME and value is not None:
+        value = settings.value(name) if name in BY_NAME else None  # read through its stage's config
+        if source == FLAG and value is not None:
             env[BY_NAME[name].env] = ("1" if value else "0") if isinstance(value, bool) else str(value)
-    env[BY_NAME["db"].env] = settings.store_url or str(settings.db)
+    env[BY_NAME["db"].env] = str(settings.store)  # the PostgreSQL URL of a shared store, else the file
     return env
 
 

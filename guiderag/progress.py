@@ -1,8 +1,13 @@
-"""A dependency-free progress bar on stderr, shared by scrape, index and eval."""
+"""A dependency-free progress bar on stderr, shared by scrape, index and eval.
+
+A stage that shows progress is handed a `ProgressReporter` (the CLI makes one from
+--no-progress / GUIDERAG_PROGRESS), rather than reading a setting deep inside.
+"""
 from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from typing import TextIO
 
 
@@ -61,3 +66,19 @@ class Progress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+
+@dataclass(frozen=True)
+class ProgressReporter:
+    """Where a stage reports its progress: bars on `stream` (stderr when None), or none
+    (QUIET). Passed to the stage explicitly."""
+
+    enabled: bool = True
+    stream: TextIO | None = None
+
+    def bar(self, total: int, label: str) -> Progress:
+        """`with reporter.bar(len(pages), "fetch") as bar: bar.update(1, note=url)`."""
+        return Progress(total, label, enabled=self.enabled, stream=self.stream)
+
+
+QUIET = ProgressReporter(enabled=False)

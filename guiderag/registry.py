@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar, Union
+from typing import Any, Callable, Iterable, Mapping, TypeVar, Union
 
 from .errors import InputError
 from .redact import redact
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 # Where a value came from (`guiderag config`, and the error naming it).
 DEFAULT, ENVIRONMENT, FLAG = "default", "environment", "flag"
@@ -252,3 +254,18 @@ def settings_of(config: type, stage: str) -> list[Setting]:
         factory = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         out.append(Setting(f.name, stage, kind, optional, spec, f.default, factory))
     return out
+
+
+def config_from_env(config: type[C], stage: str, env: Mapping[str, str] | None = None) -> C:
+    """One stage's config from the environment and the defaults alone, each value checked
+    (InputError naming its variable): for a process that loaded no Settings (a script)
+    and still honours GUIDERAG_* (store.connection.pg_options). A command loads the whole
+    Settings instead (flags, `guiderag config`'s sources) and hands each stage its part."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for s in settings_of(config, stage):
+        found, value, key = s.from_env(env)
+        if found:
+            s.check(value, f"environment variable {key}")
+            values[s.name] = value
+    return config(**values)

@@ -4,8 +4,8 @@ guiderag/registry.py reads, checks and shows them).
 
 Precedence: explicit keyword overrides (CLI flags) > environment variables > defaults.
 `settings.retrieval` is the retrieval stage's own config; `settings.threshold` reads the
-same value (flat access, kept while the stages still take the whole Settings: see
-`Flat`). Which guideline a command works on is not a setting of its stage but a
+same value (flat access, kept for the stages that still take the whole Settings: see
+`Flat`; the scraper and the store are handed their own config and have no flat names). Which guideline a command works on is not a setting of its stage but a
 `GuidelineScope` passed explicitly (guiderag/guideline.py); `settings.guideline` is only
 the one the user asked for (--guideline, GUIDERAG_GUIDELINE).
 """
@@ -40,10 +40,13 @@ if len(BY_NAME) != len(REGISTRY):  # pragma: no cover - a declaration error
 class Flat(Generic[T]):
     """`settings.<name>`: a setting read through its stage's config, typed as the field.
 
-    Phase 1 of the scoped configs: every stage still takes the whole Settings and reads
-    `settings.threshold`; phase 2 hands each stage its own config (`settings.retrieval`)
-    and removes these. tests/test_settings.py checks there is one per setting, reading
-    the right stage."""
+    Phase 1 of the scoped configs gave every setting one; phase 2 hands each stage its own
+    config (`settings.scraper`) and removes them stage by stage. Gone: the scraper's (it
+    takes a ScraperConfig) and the store's PostgreSQL options (store.connection takes a
+    StoreConfig). Left, while retrieval/, chatbot/, api/, ui/ and eval/ read them: the
+    store's location and guideline (db, index_root, guideline, max_age_hours, store_url)
+    and every retrieval, answer, model, api, chat, eval and cli setting.
+    tests/test_settings.py checks which exist and that each reads the right stage."""
 
     def __init__(self, get: Callable[[Settings], T]) -> None:
         self._get = get
@@ -80,33 +83,12 @@ class Settings:
     # setting name -> where its value came from when not the default (ENVIRONMENT, FLAG, CODE)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    # --- flat access (phase 1; see Flat) -------------------------------------
+    # --- flat access (until each stage below takes its own config; see Flat) --
     db = _flat(lambda s: s.storage.db)
     store_url = _flat(lambda s: s.storage.store_url)
     index_root = _flat(lambda s: s.storage.index_root)
     guideline = _flat(lambda s: s.storage.guideline)
     max_age_hours = _flat(lambda s: s.storage.max_age_hours)
-    pg_pool_size = _flat(lambda s: s.storage.pg_pool_size)
-    pg_connect_timeout_s = _flat(lambda s: s.storage.pg_connect_timeout_s)
-    pg_statement_timeout_s = _flat(lambda s: s.storage.pg_statement_timeout_s)
-    pg_pool_timeout_s = _flat(lambda s: s.storage.pg_pool_timeout_s)
-    user_agent = _flat(lambda s: s.scraper.user_agent)
-    timeout_s = _flat(lambda s: s.scraper.timeout_s)
-    fetch_deadline_s = _flat(lambda s: s.scraper.fetch_deadline_s)
-    retry_after_max_s = _flat(lambda s: s.scraper.retry_after_max_s)
-    max_pages = _flat(lambda s: s.scraper.max_pages)
-    retries = _flat(lambda s: s.scraper.retries)
-    backoff_s = _flat(lambda s: s.scraper.backoff_s)
-    delay_s = _flat(lambda s: s.scraper.delay_s)
-    max_page_bytes = _flat(lambda s: s.scraper.max_page_bytes)
-    urls_xlsx = _flat(lambda s: s.scraper.urls_xlsx)
-    conditional_get = _flat(lambda s: s.scraper.conditional_get)
-    abort_after_failures = _flat(lambda s: s.scraper.abort_after_failures)
-    pdf_max_bytes = _flat(lambda s: s.scraper.pdf_max_bytes)
-    pdf_max_pages = _flat(lambda s: s.scraper.pdf_max_pages)
-    pdf_max_stream_bytes = _flat(lambda s: s.scraper.pdf_max_stream_bytes)
-    pdf_memory_mb = _flat(lambda s: s.scraper.pdf_memory_mb)
-    pdf_timeout_s = _flat(lambda s: s.scraper.pdf_timeout_s)
     pipeline = _flat(lambda s: s.retrieval.pipeline)
     threshold = _flat(lambda s: s.retrieval.threshold)
     reference_chars = _flat(lambda s: s.retrieval.reference_chars)

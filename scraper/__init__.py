@@ -1,8 +1,10 @@
 """The web-guideline scraper: TOC -> links -> classify -> fetch -> text as lines -> store.
 
-`scrape(settings, toc_url, *, urls_xlsx=None, guideline=None) -> RunSummary` is the whole
-job. The names are loaded on first use, so that the PDF worker (`python -m
-guiderag.scraper.pdf`) starts without the fetching and storing half of the package.
+`scrape(config, store, toc_url, *, urls_xlsx=None, guideline=None) -> RunSummary` is the
+whole job (config: the stage's ScraperConfig; store: the StoreConfig saying where the
+corpus is; guideline: a GuidelineScope, else the store's default one). The names are
+loaded on first use, so that the PDF worker (`python -m guiderag.scraper.pdf`) starts
+without the fetching and storing half of the package.
 """
 from __future__ import annotations
 

@@ -15,7 +15,6 @@ store (GuidelineScope.check_status_path, replaced atomically), where the app's s
 """
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +24,9 @@ from typing import Any
 from guiderag.clock import utc_now
 from guiderag.errors import GuideragError, InputError, InvalidURLError
 from guiderag.files import BesideFile
-from guiderag.settings import GuidelineScope, Settings
+from guiderag.guideline import GuidelineScope
+from guiderag.progress import QUIET
+from guiderag.scopes import ScraperConfig, StoreConfig
 from guiderag.store.pages import Store, content_hash
 
 from . import fetch
@@ -80,27 +81,30 @@ def age_hours(since: str | None, now: datetime | None = None) -> float | None:
     return max(0.0, ((now or datetime.now(timezone.utc)) - moment).total_seconds() / 3600.0)
 
 
-def check_guideline(settings: Settings, guideline: GuidelineScope, toc_url: str | None = None) -> CheckResult:
-    """Compare the live site of a guideline with the store; never writes the store.
-    Failures (the site unreachable, a bad URL) come back as a FAILED result."""
-    result = CheckResult(guideline=guideline.id, toc_url=toc_url, max_age_hours=settings.max_age_hours)
+def check_guideline(config: ScraperConfig, store: StoreConfig, guideline: GuidelineScope,
+                    toc_url: str | None = None) -> CheckResult:
+    """Compare the live site of a guideline, fetched as a scrape would (`config`), with the
+    store `store` locates (and its max_age_hours); never writes the store. Failures (the
+    site unreachable, a bad URL) come back as a FAILED result."""
+    result = CheckResult(guideline=guideline.id, toc_url=toc_url, max_age_hours=store.max_age_hours)
     try:
-        _compare(settings, guideline, toc_url, result)
+        _compare(config, store, guideline, toc_url, result)
     except GuideragError as exc:
         if isinstance(exc, InputError) and not isinstance(exc, InvalidURLError):
             raise  # bad usage (no such guideline, no store): exit 2, not a failed check
         result.status, result.error = FAILED, str(exc)
         return result
-    too_old = settings.max_age_hours > 0 and (result.age_hours is None or result.age_hours > settings.max_age_hours)
+    too_old = store.max_age_hours > 0 and (result.age_hours is None or result.age_hours > store.max_age_hours)
     result.status = DIVERGED if result.diverged else TOO_OLD if too_old else IN_SYNC
     return result
 
 
-def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None, result: CheckResult) -> None:
-    with Store(settings.store, readonly=True) as store:
+def _compare(config: ScraperConfig, location: StoreConfig, guideline: GuidelineScope, toc_url: str | None,
+             result: CheckResult) -> None:
+    with Store(location.store, readonly=True) as store:
         known = store.get_guideline(guideline.id)
         if known is None or known.removed:
-            raise InputError(f"the store {settings.store_name} holds no guideline {guideline.id!r} to check; "
+            raise InputError(f"the store {location.store_name} holds no guideline {guideline.id!r} to check; "
                              "`guiderag guidelines` lists them")
         stored = {p.url: p for p in store.current_pages(guideline=known.id)}
         last = store.last_run(guideline=known.id)
@@ -112,14 +116,14 @@ def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None,
         if not toc:
             raise InputError(f"guideline {known.id!r} was never scraped from a table of contents: give TOC_URL")
         result.toc_url = check_toc_url(toc)
-        _, _, edits = read_workbook_edits(settings, None, guideline)
-        with fetch.Fetcher(settings, result.toc_url) as fetcher:
+        _, _, edits = read_workbook_edits(config, None, guideline)
+        with fetch.Fetcher(config, result.toc_url) as fetcher:
             plan = plan_site(fetcher, result.toc_url, toc, edits, None)
-            too_many = over_page_cap(settings, plan)
+            too_many = over_page_cap(config, plan)
             if too_many:  # the same cap as a scrape: a TOC of 20,000 links is not 20,000 requests
                 raise InvalidURLError(f"{too_many}; no guide page was fetched. Raise GUIDERAG_MAX_PAGES, "
                                       "or review the table of contents with `guiderag scrape`")
-            done = fetch_round(settings, store, fetcher, plan, io.StringIO())
+            done = fetch_round(config, store, fetcher, plan, QUIET)
     content = set(done.content_urls)
     for page in done.fetched:
         before = stored.get(page.url)

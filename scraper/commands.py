@@ -2,7 +2,9 @@
 ../shared/CONTRACT.md).
 
 The scrape command itself (scrape, then rebuild the index) is guiderag.commands: it spans
-two stages.
+two stages. These are the CLI's layer of the stage: the one module of scraper/ that takes
+the whole Settings, and hands the stage its parts (settings.scraper, settings.storage,
+the guideline's scope).
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def print_report(report: ScrapeReport) -> None:
 def run_pages(args: argparse.Namespace, settings: Settings) -> int:
     """List the stored pages (current version of each)."""
     with Store(settings.store, create=False) as store:
-        gid = store.resolve_guideline(settings.guideline) if settings.guideline else None
+        gid = store.resolve_guideline(settings.storage.guideline) if settings.storage.guideline else None
         pages = store.current_pages(include_removed=bool(args.all), guideline=gid)
     rows: list[dict[str, Any]] = [p.summary() for p in pages]
     if args.json:
@@ -71,7 +73,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     if toc:
         check_toc_url(toc)  # a malformed URL is bad input (exit 2), an unreachable one a failed check
     with Store(settings.store, readonly=True) as store:
-        ids = [store.resolve_guideline(settings.guideline)] if settings.guideline else [g.id for g in store.guidelines()]
+        ids = [store.resolve_guideline(settings.storage.guideline)] if settings.storage.guideline else [g.id for g in store.guidelines()]
         calibrations = _stale_calibrations(store, ids)
     if not ids:
         raise InputError(f"the store {settings.store_name} holds no guideline to check: scrape one first")
@@ -80,7 +82,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     results = []
     for gid in ids:
         target = settings.guideline_scope(gid)
-        result = check_guideline(settings, target, toc)
+        result = check_guideline(settings.scraper, settings.storage, target, toc)
         try:
             write_status(target, result)
         except OSError as exc:

@@ -11,7 +11,7 @@ a size limit enforced while streaming; redirects followed by hand, within the si
 conditional GET; non-HTML refused by Content-Type before the body is read, except a PDF
 (application/pdf, or a generic binary type or none whose body starts with %PDF-), whose
 bytes come back as they are (`FetchResult.pdf`, read by scraper.pdf) within
-settings.pdf_max_bytes; charset decoded by scraper.charset, never requests' guess, and
+config.pdf_max_bytes; charset decoded by scraper.charset, never requests' guess, and
 text that is not plausibly text (binary bytes sent as text/html) refused.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from urllib.parse import urljoin
 import requests
 import urllib3.exceptions
 
-from guiderag.settings import Settings
 from guiderag.clock import utc_now
+from guiderag.scopes import ScraperConfig
 
 from . import charset, urls
 from .deadline import Deadline, DeadlineAdapter
@@ -50,7 +50,7 @@ PDF_SIGNATURE = b"%PDF-"
 GONE_STATUSES = frozenset({404, 410})
 RETRY_STATUSES = frozenset({429})  # besides every 5xx
 # Answers that say the site (not one page) is unavailable: with connection errors, they
-# count towards settings.abort_after_failures. A 500 is one broken page.
+# count towards ScraperConfig.abort_after_failures. A 500 is one broken page.
 DOWN_STATUSES = frozenset({429, 502, 503, 504})
 # Answers whose Retry-After header says how long to wait before asking again.
 RETRY_AFTER_STATUSES = frozenset({429, 503})
@@ -93,7 +93,7 @@ class FetchResult:
     # True for connection errors and 502/503/504 after all retries: the mark of a site going down.
     server_trouble: bool = False
     fetched_at: str = ""
-    # The site asked (Retry-After) to be left alone longer than settings.retry_after_max_s:
+    # The site asked (Retry-After) to be left alone longer than config.retry_after_max_s:
     # no further request of this scrape should be sent.
     stay_away: bool = False
     pdf: bytes | None = None  # a PDF document: its bytes (html is then "")
@@ -130,16 +130,16 @@ class Robots:
 
 
 class Fetcher:
-    """Fetches pages of one site. Use as a context manager."""
+    """Fetches pages of one site, as the scraper stage's config says. Use as a context manager."""
 
-    def __init__(self, settings: Settings, site_url: str, *, session: requests.Session | None = None) -> None:
-        self.settings = settings
+    def __init__(self, config: ScraperConfig, site_url: str, *, session: requests.Session | None = None) -> None:
+        self.config = config
         self.site = urls.site_of(urls.normalize_url(site_url))
         self.session = session or requests.Session()
         for prefix in ("http://", "https://"):
             self.session.mount(prefix, DeadlineAdapter())
-        self.session.headers.update({"User-Agent": settings.user_agent, "Accept": ACCEPT})
-        self.robots = Robots(None, settings.user_agent, "robots.txt not read yet")
+        self.session.headers.update({"User-Agent": config.user_agent, "Accept": ACCEPT})
+        self.robots = Robots(None, config.user_agent, "robots.txt not read yet")
         self._last_request = 0.0
 
     def __enter__(self) -> "Fetcher":
@@ -163,7 +163,7 @@ class Fetcher:
         """Read the site's robots.txt; a missing one allows everything."""
         url = self.site + "/robots.txt"
         result = self._get(url, {}, check_robots=False, want_html=False)
-        ua = self.settings.user_agent
+        ua = self.config.user_agent
         if result.kind == OK:
             parser = urllib.robotparser.RobotFileParser(url)
             parser.parse(result.html.splitlines())
@@ -208,14 +208,14 @@ class Fetcher:
 
     def _pause(self) -> None:
         """Wait until `delay` has passed since the previous response ended."""
-        delay = max(self.settings.delay_s, self.robots.crawl_delay())
+        delay = max(self.config.delay_s, self.robots.crawl_delay())
         wait = self._last_request + delay - time.monotonic()
         if self._last_request and wait > 0:
             time.sleep(wait)
 
     def _request(self, url: str, current: str, headers: dict[str, str], want_html: bool) -> tuple[FetchResult, str | None]:
         """One GET with retries: (result, redirect location or None)."""
-        s = self.settings
+        s = self.config
         attempts = s.retries + 1
         last_reason = ""
         last_status: int | None = None
@@ -241,7 +241,7 @@ class Fetcher:
     def _attempt(self, url: str, current: str, headers: dict[str, str], want_html: bool,
                  deadline: Deadline) -> "tuple[FetchResult, str | None] | _Retry":
         """One GET within `deadline`: the result, or why (and whether) to try again."""
-        s = self.settings
+        s = self.config
         started = time.monotonic()
         try:
             resp = self.session.get(current, headers=headers, timeout=s.timeout_s,
@@ -286,10 +286,10 @@ class Fetcher:
 
     def _too_slow(self, url: str, current: str, what: str, *, status: int | None = None,
                   received: int | None = None) -> tuple[FetchResult, None]:
-        """The page failed: its response took longer than settings.fetch_deadline_s (not retried)."""
+        """The page failed: its response took longer than config.fetch_deadline_s (not retried)."""
         got = f"{received} bytes received" if received is not None else what
         return FetchResult(url, FAILED, final_url=current, status=status, server_trouble=True, reason=(
-            f"the response took longer than the deadline of {self.settings.fetch_deadline_s:g} s "
+            f"the response took longer than the deadline of {self.config.fetch_deadline_s:g} s "
             f"({got}; GUIDERAG_FETCH_DEADLINE_S)")), None
 
     def _read(self, url: str, current: str, resp: requests.Response, want_html: bool,
@@ -317,8 +317,8 @@ class Fetcher:
             return FetchResult(url, NOT_HTML, content_type=content_type,
                                reason=f"not HTML (Content-Type {media})", **common), None
         # A PDF may be larger than a page; without a telling type the body says which it is.
-        limit = max(self.settings.max_page_bytes, self.settings.pdf_max_bytes) if maybe_pdf \
-            else self.settings.max_page_bytes
+        limit = max(self.config.max_page_bytes, self.config.pdf_max_bytes) if maybe_pdf \
+            else self.config.max_page_bytes
         declared = resp.headers.get("Content-Length", "")
         if DIGITS.fullmatch(declared) and int(declared) > limit:
             return FetchResult(url, FAILED, reason=f"larger than the size limit ({declared} > {limit} bytes)",
@@ -347,8 +347,8 @@ class Fetcher:
         if maybe_pdf and media:
             return FetchResult(url, NOT_HTML, content_type=content_type,
                                reason=f"not HTML (Content-Type {media}, and not a PDF)", **common), None
-        if len(data) > self.settings.max_page_bytes:
-            return FetchResult(url, FAILED, reason=f"larger than the size limit ({self.settings.max_page_bytes} "
+        if len(data) > self.config.max_page_bytes:
+            return FetchResult(url, FAILED, reason=f"larger than the size limit ({self.config.max_page_bytes} "
                                                    "bytes)", **common), None
         if want_html and not media and not _looks_like_html(data):
             return FetchResult(url, NOT_HTML, reason="not HTML (no Content-Type, and the body is not HTML)",

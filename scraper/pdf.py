@@ -1,8 +1,8 @@
 """A PDF document's text as lines, read in a worker process with bounded memory and time.
 
-`read_pdf(data, settings) -> PdfText` is the scraper's whole view of a PDF. The bytes go
+`read_pdf(data, config) -> PdfText` (config: the scraper's ScraperConfig) is the scraper's whole view of a PDF. The bytes go
 to a fresh process (`python -m guiderag.scraper.pdf`) that limits its own address space
-(settings.pdf_memory_mb) and CPU time, scans the file (scraper.pdfscan), opens it with
+(config.pdf_memory_mb) and CPU time, scans the file (scraper.pdfscan), opens it with
 PDFium (scraper.pdfgeometry) and lays out its lines (scraper.pdflines); the lines come
 back as JSON. Whatever goes wrong in there (a decompression bomb PDFium inflates in
 memory, a file that crashes the library, one that takes too long) ends that process, not
@@ -25,7 +25,7 @@ from dataclasses import asdict
 from typing import Any, Sequence
 
 from guiderag.errors import PdfRefusedError
-from guiderag.settings import Settings
+from guiderag.scopes import ScraperConfig
 from guiderag.store.structure import HEADING_MAX_CHARS
 
 from .pdflines import PdfText
@@ -38,20 +38,20 @@ PERMIT_COPY = 1 << 4
 PERMIT_EXTRACT = 1 << 9
 
 
-def read_pdf(data: bytes, settings: Settings, *, known_running: Sequence[str] = ()) -> PdfText:
+def read_pdf(data: bytes, config: ScraperConfig, *, known_running: Sequence[str] = ()) -> PdfText:
     """The document's lines, pages, sections and removed lines; PdfRefusedError when it is
     not read (see the module docstring). `known_running`: running heads and feet of the
     guide's other PDFs (a one-page document cannot show they repeat)."""
     from .textlines import DEFAULT_SPLIT_OVER  # here, not above: the worker needs no HTML parser
 
-    if len(data) > settings.pdf_max_bytes:
-        raise PdfRefusedError("too_large", f"larger than the PDF size limit ({len(data)} > {settings.pdf_max_bytes} "
+    if len(data) > config.pdf_max_bytes:
+        raise PdfRefusedError("too_large", f"larger than the PDF size limit ({len(data)} > {config.pdf_max_bytes} "
                                            "bytes, GUIDERAG_PDF_MAX_BYTES)")
     limits = {
-        "max_pages": settings.pdf_max_pages,
-        "max_stream_bytes": settings.pdf_max_stream_bytes,
-        "memory_mb": settings.pdf_memory_mb,
-        "cpu_s": int(settings.pdf_timeout_s) + 1,
+        "max_pages": config.pdf_max_pages,
+        "max_stream_bytes": config.pdf_max_stream_bytes,
+        "memory_mb": config.pdf_memory_mb,
+        "cpu_s": int(config.pdf_timeout_s) + 1,
         # the same line and heading rules as an HTML page's (constants, not settings)
         "split_over_chars": DEFAULT_SPLIT_OVER,
         "heading_max_chars": HEADING_MAX_CHARS,
@@ -59,9 +59,9 @@ def read_pdf(data: bytes, settings: Settings, *, known_running: Sequence[str] = 
     }
     try:
         proc = subprocess.run([sys.executable, "-m", "guiderag.scraper.pdf", json.dumps(limits)], input=data,
-                              capture_output=True, timeout=settings.pdf_timeout_s, check=False)
+                              capture_output=True, timeout=config.pdf_timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        raise PdfRefusedError("timeout", f"reading it took longer than {settings.pdf_timeout_s:g} s "
+        raise PdfRefusedError("timeout", f"reading it took longer than {config.pdf_timeout_s:g} s "
                                          "(GUIDERAG_PDF_TIMEOUT_S); too complex, or damaged") from None
     reply: dict[str, Any] = {}
     try:
@@ -80,7 +80,7 @@ def read_pdf(data: bytes, settings: Settings, *, known_running: Sequence[str] = 
         raise PdfRefusedError(str(reply["code"]), str(reply.get("reason", "refused")))
     how = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with {proc.returncode}"
     raise PdfRefusedError("crashed", f"the PDF reader {how} without an answer: it may have needed more than "
-                                     f"{settings.pdf_memory_mb} MB (GUIDERAG_PDF_MEMORY_MB; a decompression "
+                                     f"{config.pdf_memory_mb} MB (GUIDERAG_PDF_MEMORY_MB; a decompression "
                                      "bomb?) or the file is damaged")
 
 

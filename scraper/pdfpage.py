@@ -1,7 +1,7 @@
 """A fetched PDF as the store keeps it: a page of lines with their PDF pages, or the
 reason it is not one (refused, or a form to print).
 
-`PdfReader(settings).read(result, link, public_url)` reads the bytes through the worker
+`PdfReader(config).read(result, link, public_url)` reads the bytes through the worker
 (scraper.pdf), once per file in a round (two spellings of one file, ch3.pdf and
 ch3.pdf?v=2, are read once and found duplicates by their equal content hash), and judges
 a form by its blank fields (scraper.postfetch.form_reason).
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from guiderag.errors import PdfRefusedError
-from guiderag.settings import Settings
+from guiderag.scopes import ScraperConfig
 from guiderag.store.layout import PdfLayout
 from guiderag.store.pages import FetchedPage
 
@@ -36,8 +36,8 @@ class PdfRead:
 class PdfReader:
     """Reads the PDFs of one scrape or check round."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: ScraperConfig) -> None:
+        self.config = config
         self._done: dict[str, PdfText | PdfRefusedError] = {}
         self._running: dict[str, None] = {}  # running heads and feet met so far, in order
 
@@ -47,7 +47,7 @@ class PdfReader:
         got = self._done.get(digest)
         if got is None:
             try:
-                got = read_pdf(data, self.settings, known_running=list(self._running))
+                got = read_pdf(data, self.config, known_running=list(self._running))
             except PdfRefusedError as exc:
                 got = exc
             self._done[digest] = got

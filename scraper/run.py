@@ -15,20 +15,25 @@ is only a list of links to guide pages is an `index`, and spellings of one docum
 `plan_site` (the TOC and its classified links) and `fetch_round` (fetching and the
 verdicts learnt by fetching) are shared with `guiderag check`, which compares their
 outcome with the store instead of writing it.
+
+The stage is handed what it works with, never the whole Settings: its own config
+(`ScraperConfig`: politeness, limits, the URL workbook), the store's (`StoreConfig`: where
+the corpus is), the guideline (`GuidelineScope`) and a `ProgressReporter`. The CLI
+(guiderag/commands.py, scraper/commands.py) splits its Settings into them.
 """
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable
 from urllib.parse import urlsplit
 
 from guiderag.errors import GuideragError, InputError, InvalidURLError, ScrapeError, WorkbookError
 from guiderag.files import BesideFile, remove_dead_temporaries
-from guiderag.progress import Progress
-from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE, GuidelineScope
+from guiderag.progress import QUIET, ProgressReporter
+from guiderag.scopes import ScraperConfig, StoreConfig
 from guiderag.store.lock import scrape_lock
 from guiderag.store.pages import FetchedPage, RunSummary, Store, content_hash
 
@@ -94,10 +99,10 @@ def check_toc_url(toc_url: str) -> str:
     return normal
 
 
-def scrape(settings: Settings, toc_url: str, *, urls_xlsx: Path | None = None,
-           guideline: GuidelineScope | None = None) -> RunSummary:
-    """Scrape the guideline whose table of contents is at `toc_url` into settings.db."""
-    return scrape_site(settings, toc_url, urls_xlsx=urls_xlsx, guideline=guideline).summary
+def scrape(config: ScraperConfig, store: StoreConfig, toc_url: str, *, urls_xlsx: Path | None = None,
+           guideline: GuidelineScope | None = None, progress: ProgressReporter = QUIET) -> RunSummary:
+    """Scrape the guideline whose table of contents is at `toc_url` into the store (scrape_site)."""
+    return scrape_site(config, store, toc_url, urls_xlsx=urls_xlsx, guideline=guideline, progress=progress).summary
 
 
 @dataclass
@@ -124,11 +129,11 @@ class FetchRound:
     content_urls: list[str]  # public URLs of the guide's pages this round
 
 
-def read_workbook_edits(settings: Settings, urls_xlsx: Path | None,
+def read_workbook_edits(config: ScraperConfig, urls_xlsx: Path | None,
                         guideline: GuidelineScope) -> tuple[Path | None, Path, dict[str, workbook.Edit]]:
     """(workbook read, workbook to write, its hand edits by page key): `urls_xlsx`, else
-    settings.urls_xlsx, else the guideline's own workbook."""
-    workbook_in = Path(urls_xlsx) if urls_xlsx else settings.urls_xlsx
+    config.urls_xlsx, else the guideline's own workbook."""
+    workbook_in = Path(urls_xlsx) if urls_xlsx else config.urls_xlsx
     out_path = Path(workbook_in) if workbook_in else guideline.workbook_path
     if out_path.suffix.lower() != ".xlsx":
         raise WorkbookError(f"the URL workbook must be an .xlsx file, not {out_path}")
@@ -136,22 +141,22 @@ def read_workbook_edits(settings: Settings, urls_xlsx: Path | None,
     return workbook_in, out_path, edits
 
 
-def scrape_site(settings: Settings, toc_url: str, *, guideline: GuidelineScope | None = None,
-                urls_xlsx: Path | None = None, public_site: str | None = None, stderr: TextIO | None = None,
-                title: str | None = None) -> ScrapeReport:
-    """The whole scrape of one guideline (`guideline`, else the default one);
-    `public_site` stores pages under another site URL (the sample's); `title` names the
-    guideline (default: the title it has, else the TOC page's)."""
-    err = stderr or sys.stderr
-    scope = guideline or settings.guideline_scope(DEFAULT_GUIDELINE)
+def scrape_site(config: ScraperConfig, store: StoreConfig, toc_url: str, *, guideline: GuidelineScope | None = None,
+                urls_xlsx: Path | None = None, public_site: str | None = None,
+                progress: ProgressReporter = QUIET, title: str | None = None) -> ScrapeReport:
+    """The whole scrape of one guideline (`guideline`, else the store's default one) into
+    the store `store` locates, fetched as `config` says; `public_site` stores pages under
+    another site URL (the sample's); `progress` shows the fetching (none by default);
+    `title` names the guideline (default: the title it has, else the TOC page's)."""
+    scope = guideline or GuidelineScope.of(store, DEFAULT_GUIDELINE)
     gid = scope.id
     toc = check_toc_url(toc_url)
-    workbook_in, out_path, edits = read_workbook_edits(settings, urls_xlsx, scope)
+    workbook_in, out_path, edits = read_workbook_edits(config, urls_xlsx, scope)
     notes: list[str] = []
     if edits:
         notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
 
-    with scrape_lock(settings.store), fetch.Fetcher(settings, toc) as fetcher:
+    with scrape_lock(store.store), fetch.Fetcher(config, toc) as fetcher:
         dead = remove_dead_temporaries(out_path)  # left by a scrape killed before it installed its workbook
         if dead:
             notes.append(f"removed {len(dead)} temporary URL workbook(s) of scrapes that did not finish: "
@@ -170,27 +175,27 @@ def scrape_site(settings: Settings, toc_url: str, *, guideline: GuidelineScope |
                 f"changed. Review the links in {out_path}, set include=TRUE for the guide's pages "
                 f"and scrape again with --urls-xlsx {out_path}"
             )
-        if over_page_cap(settings, plan):
+        if over_page_cap(config, plan):
             workbook.write(out_path, links, {}, public=rebase.public)
             raise InvalidURLError(
-                f"{over_page_cap(settings, plan)}; nothing was fetched and the store was not changed. Review the "
+                f"{over_page_cap(config, plan)}; nothing was fetched and the store was not changed. Review the "
                 f"links in {out_path} (set include=FALSE for what is not the guide, then scrape with "
                 f"--urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
             )
-        store = Store(settings.store)
+        opened = Store(store.store)
         try:
-            store.check_integrity()  # before fetching a whole site into a store that cannot take it
-            aborted = store.abort_unfinished_runs(DEAD_RUN_MESSAGE)
+            opened.check_integrity()  # before fetching a whole site into a store that cannot take it
+            aborted = opened.abort_unfinished_runs(DEAD_RUN_MESSAGE)
             if aborted:
                 notes.append(f"marked {len(aborted)} unfinished earlier run(s) aborted "
                              f"(run {', '.join(map(str, aborted))}): their process had died")
-            _refuse_other_guidelines_pages(store, gid, plan)
+            _refuse_other_guidelines_pages(opened, gid, plan)
             if title is None:
-                known = store.get_guideline(gid)
+                known = opened.get_guideline(gid)
                 title = None if known is not None and known.title else plan.toc_title
-            report = _run(settings, store, fetcher, plan, out_path, notes, err, gid, title)
+            report = _run(config, opened, fetcher, plan, out_path, notes, progress, gid, title)
         finally:
-            store.close()
+            opened.close()
     if not workbook_in:
         report.notes.append(f"to review the links, edit include/category in {out_path} and scrape again "
                             f"with --urls-xlsx {out_path}")
@@ -227,12 +232,12 @@ def plan_site(fetcher: fetch.Fetcher, toc: str, toc_url: str, edits: dict[str, w
     return SitePlan(toc=toc, toc_title=toc_title, links=links, targets=targets, rebase=rebase, notes=notes)
 
 
-def over_page_cap(settings: Settings, plan: SitePlan) -> str:
+def over_page_cap(config: ScraperConfig, plan: SitePlan) -> str:
     """Why the plan lists more guide pages than one scrape (or check) may fetch
-    (settings.max_pages, 0: no limit), or "" when it does not."""
-    if 0 < settings.max_pages < len(plan.targets):
+    (config.max_pages, 0: no limit), or "" when it does not."""
+    if 0 < config.max_pages < len(plan.targets):
         return (f"the table-of-contents page {plan.toc} lists {len(plan.targets)} guide pages, more than the "
-                f"{settings.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES)")
+                f"{config.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES)")
     return ""
 
 
@@ -271,8 +276,8 @@ def _fetch_toc(fetcher: fetch.Fetcher, toc: str) -> fetch.FetchResult:
     return result
 
 
-def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePlan,
-                err: TextIO) -> FetchRound:
+def fetch_round(config: ScraperConfig, store: Store, fetcher: fetch.Fetcher, plan: SitePlan,
+                progress: ProgressReporter) -> FetchRound:
     """Fetch every target (conditional GET against the store), then settle the verdicts
     learnt by fetching (redirects, not HTML, gone, index pages, duplicate spellings).
     ScrapeError when the site stopped answering or every page failed."""
@@ -286,11 +291,11 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
     trouble = 0
     keys = {urls.page_key(r.url) for r in targets}
     guide = _guide_page_test(plan.toc, keys)
-    pdfs = PdfReader(settings)
-    with Progress(len(targets), "fetch", enabled=settings.progress, stream=err) as bar:
+    pdfs = PdfReader(config)
+    with progress.bar(len(targets), "fetch") as bar:
         for rec in targets:
             public = rebase.public(rec.url)
-            result = fetcher.fetch(rec.url, store.conditional_headers(public) if settings.conditional_get else {})
+            result = fetcher.fetch(rec.url, store.conditional_headers(public) if config.conditional_get else {})
             bar.update(1, note=urlsplit(rec.url).path)
             trouble = trouble + 1 if result.server_trouble else 0
             if result.stay_away:
@@ -298,7 +303,7 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
                     f"the site asked to be left alone: {rec.url}: {result.reason}. The scrape was "
                     "abandoned and the previous corpus kept; scrape again later, or raise the cap"
                 )
-            if trouble >= settings.abort_after_failures > 0:
+            if trouble >= config.abort_after_failures > 0:
                 raise ScrapeError(
                     f"the site stopped answering: {trouble} pages in a row failed (last: {rec.url}: "
                     f"{result.reason}); the scrape was abandoned and the previous corpus kept. "
@@ -309,8 +314,8 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
                 continue
             if result.ok and result.final_url:
                 keys.add(urls.page_key(result.final_url))  # a later link redirecting here is a duplicate
-            _record(result, rec, public, store, fetched, failed, gone, info, verdicts, canonical, settings, guide,
-                    rebase, pdfs)
+            _record(result, rec, public, store, fetched, failed, gone, info, verdicts, canonical, guide, rebase,
+                    pdfs)
     if targets and not fetched and len(failed) == len(targets):
         raise ScrapeError(
             f"every one of the {len(targets)} pages failed (e.g. {next(iter(failed.items()))}); "
@@ -324,13 +329,13 @@ def fetch_round(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: 
                       content_urls=content_urls)
 
 
-def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePlan, out_path: Path,
-         notes: list[str], err: TextIO, gid: str, title: str | None) -> ScrapeReport:
+def _run(config: ScraperConfig, store: Store, fetcher: fetch.Fetcher, plan: SitePlan, out_path: Path,
+         notes: list[str], progress: ProgressReporter, gid: str, title: str | None) -> ScrapeReport:
     rebase = plan.rebase
     run_id = store.begin_run(rebase.public(plan.toc), guideline=gid)
     tmp: BesideFile | None = None
     try:
-        done = fetch_round(settings, store, fetcher, plan, err)
+        done = fetch_round(config, store, fetcher, plan, progress)
         try:
             tmp = workbook.prepare(out_path, done.links, {rebase.private(k): v for k, v in done.info.items()},
                                    public=rebase.public)
@@ -415,8 +420,8 @@ def _with_fetch_verdict(rec: LinkRecord, verdicts: dict[str, tuple[str, str]]) -
 
 def _record(result: fetch.FetchResult, rec: LinkRecord, public: str, store: Store, fetched: list[FetchedPage],
             failed: dict[str, str], gone: list[str], info: dict[str, workbook.FetchInfo],
-            verdicts: dict[str, tuple[str, str]], canonical: dict[str, str], settings: Settings,
-            is_guide_page: Callable[[str], bool], rebase: "_Rebase", pdfs: PdfReader) -> None:
+            verdicts: dict[str, tuple[str, str]], canonical: dict[str, str], is_guide_page: Callable[[str], bool],
+            rebase: "_Rebase", pdfs: PdfReader) -> None:
     """File one fetch result under fetched / failed / gone (or as an index page), and note
     it for the workbook."""
     url = result.url

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator, Mapping, Protoc
 from guiderag.errors import StoreAccessError
 
 if TYPE_CHECKING:
-    from guiderag.settings import Settings
+    from guiderag.scopes import StoreConfig
 
 # Column kinds (Column.type): each backend names them (Connection.column_type).
 ID = "id"  # the table's integer key, assigned by the database when an INSERT leaves it out
@@ -95,8 +95,9 @@ class Table:
 
 @dataclass(frozen=True)
 class PgOptions:
-    """What a process asks of its connections to a PostgreSQL store (guiderag.settings:
-    pg_pool_size, pg_connect_timeout_s, pg_statement_timeout_s, pg_pool_timeout_s)."""
+    """What a process asks of its connections to a PostgreSQL store (the store stage's
+    config, guiderag.scopes.StoreConfig: pg_pool_size, pg_connect_timeout_s,
+    pg_statement_timeout_s, pg_pool_timeout_s)."""
 
     pool_size: int
     connect_timeout_s: int
@@ -104,8 +105,7 @@ class PgOptions:
     pool_timeout_s: float
 
     @classmethod
-    def from_settings(cls, settings: "Settings") -> "PgOptions":
-        store = settings.storage  # the store stage's own config
+    def from_config(cls, store: "StoreConfig") -> "PgOptions":
         return cls(pool_size=store.pg_pool_size, connect_timeout_s=store.pg_connect_timeout_s,
                    statement_timeout_s=store.pg_statement_timeout_s, pool_timeout_s=store.pg_pool_timeout_s)
 

@@ -6,41 +6,38 @@ reached (Store, `store_exists` and the locks use it; `connect(location)` is one 
 of it). Both implement store.backend's protocols.
 
 A PostgreSQL store's pool size and bounded waits (`PgOptions`) are the process's: its
-pool is shared by every Store it opens. Each entry point applies the settings it loaded
-(`configure(settings)`: the CLI, the chat app, the API); a process that never did (a
-worker process, a script) reads them from the environment, so GUIDERAG_PG_* apply wherever
-a PostgreSQL store is opened.
+pool is shared by every Store it opens. Each entry point applies the store stage's config
+it loaded (`configure(settings.storage)`: the CLI, the chat app, the API, eval's workers); a
+process that never did (a script) reads it from the environment, so GUIDERAG_PG_* apply
+wherever a PostgreSQL store is opened. The store stage is handed its own config
+(guiderag.scopes.StoreConfig), never the whole Settings.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from guiderag.registry import config_from_env
 from guiderag.resources import is_postgres_url
+from guiderag.scopes import StoreConfig
 
 from .backend import Backend, Connection, PgOptions, restate
-
-if TYPE_CHECKING:
-    from guiderag.settings import Settings
-
 
 _configured: PgOptions | None = None
 
 
-def configure(settings: "Settings") -> None:
-    """Apply `settings` to every PostgreSQL store this process opens from now on (its pool
-    size and bounded waits; a pool made with other options stays with its connections)."""
+def configure(config: StoreConfig) -> None:
+    """Apply the store stage's config to every PostgreSQL store this process opens from now
+    on (its pool size and bounded waits; a pool made with other options stays with its
+    connections)."""
     global _configured
-    _configured = PgOptions.from_settings(settings)
+    _configured = PgOptions.from_config(config)
 
 
 def pg_options() -> PgOptions:
     """This process's options: configured, else from the environment and the defaults."""
     if _configured is not None:
         return _configured
-    from guiderag.settings import Settings
-
-    return PgOptions.from_settings(Settings.load())
+    return PgOptions.from_config(config_from_env(StoreConfig, "store"))
 
 
 def backend_for(location: Path | str, options: PgOptions | None = None) -> Backend:

@@ -9,14 +9,30 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/sitekit.py and friends
 
 from guiderag.processes import SETTINGS_ENV_PREFIXES  # noqa: E402
+from guiderag.scopes import ScraperConfig, StoreConfig  # noqa: E402
 from guiderag.settings import Settings  # noqa: E402
+
+# Scraping loopback sites fast: no delay, a tiny backoff, few retries, short timeouts.
+FAST_SCRAPING = {"delay_s": 0.0, "backoff_s": 0.01, "timeout_s": 5.0, "retries": 2}
+
+
+@pytest.fixture
+def fast_scraper() -> ScraperConfig:
+    """The scraper stage's own config for loopback sites (what scraper tests hand it)."""
+    return ScraperConfig(**FAST_SCRAPING)
+
+
+@pytest.fixture
+def store_config(tmp_path: Path) -> StoreConfig:
+    """The store stage's config: an SQLite store in tmp_path (the one fast_settings opens)."""
+    return StoreConfig(db=tmp_path / "guide.db")
 
 
 @pytest.fixture
 def fast_settings(tmp_path: Path) -> Settings:
-    """Settings for scraping loopback sites fast: a store in tmp_path, no delay, tiny backoff."""
-    return Settings.load(env={}, db=tmp_path / "guide.db", delay_s=0.0, backoff_s=0.01, timeout_s=5.0,
-                         retries=2, progress=False)
+    """All the settings, for tests that go on from scraping to later stages: the store in
+    tmp_path, scraping as fast_scraper, no progress bars."""
+    return Settings.load(env={}, db=tmp_path / "guide.db", progress=False, **FAST_SCRAPING)
 
 
 @pytest.fixture

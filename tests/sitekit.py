@@ -4,7 +4,7 @@
     site.page("/guide/index.html", toc_html(...))
     site.page("/guide/q1.html", html_page("Q1", "<p>...</p>"), encoding="shift_jis")
     with site.serve() as base:          # "http://127.0.0.1:PORT"
-        scrape(settings, base + "/guide/index.html")
+        scrape(ScraperConfig(delay_s=0), StoreConfig(db=path), base + "/guide/index.html")
 
 A page may be given for one query string too (`site.page("/q.html?print=1", ...)`); other
 queries get the page of the path. Like `http.server`, pages go out as `text/html` with no charset unless asked, the trap a

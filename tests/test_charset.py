@@ -44,24 +44,24 @@ def test_iso_8859_1_is_never_a_silent_fallback() -> None:
 
 
 @pytest.mark.parametrize("encoding", ["shift_jis", "euc_jp"])
-def test_pages_served_without_charset_over_http(encoding: str, fast_settings) -> None:
+def test_pages_served_without_charset_over_http(encoding: str, fast_scraper) -> None:
     site = Site()
     site.page("/guide/q1.html", html_page("Q1", f"<main><h1>Q1</h1><p>{TEXT}</p></main>"), encoding=encoding)
-    with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
+    with site.serve() as base, fetch.Fetcher(fast_scraper, base) as fetcher:
         result = fetcher.fetch(base + "/guide/q1.html")
     assert result.ok
     assert result.content_type == "text/html"  # no charset on the wire, as with http.server
     assert TEXT in result.html
 
 
-def test_sample_site_shift_jis_and_euc_jp_pages(fast_settings) -> None:
+def test_sample_site_shift_jis_and_euc_jp_pages(fast_scraper) -> None:
     from guiderag.scraper import sample
     from guiderag.resources import sample_site_dir
     SAMPLE_SITE_DIR = sample_site_dir()
     from guiderag.scraper.textlines import extract
 
     seen = set()
-    with sample.serve_sample_site() as toc_url, fetch.Fetcher(fast_settings, toc_url) as fetcher:
+    with sample.serve_sample_site() as toc_url, fetch.Fetcher(fast_scraper, toc_url) as fetcher:
         site = toc_url.split("/guide/", 1)[0]
         for path in sample.declared_content_paths():
             try:

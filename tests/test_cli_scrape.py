@@ -34,6 +34,21 @@ def test_scrape_prints_the_summary_and_says_when_nothing_changed(fast_env: Path,
     assert fast_env.with_name("cli.urls.xlsx").exists()  # the URL workbook beside the db
 
 
+def test_scrape_shows_its_fetching_on_stderr_unless_told_not_to(fast_env: Path, capsys,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI hands the scraper a progress reporter made from GUIDERAG_PROGRESS and
+    --no-progress (the stage reads no setting for it)."""
+    monkeypatch.setenv("GUIDERAG_PROGRESS", "1")
+    site = _site()
+    with site.serve() as base:
+        assert main(["scrape", base + "/guide/index.html", "--no-index"]) == 0
+        shown = capsys.readouterr().err
+        assert main(["scrape", base + "/guide/index.html", "--no-index", "--no-progress"]) == 0
+        quiet = capsys.readouterr().err
+    assert "fetch [" in shown and "2/2" in shown
+    assert "fetch [" not in quiet and "unchanged" not in quiet  # the summary goes to stdout
+
+
 def test_failures_are_reported_with_reasons_on_stderr(fast_env: Path, capsys) -> None:
     site = _site()
     site.status("/guide/q2.html", 503)

@@ -13,6 +13,7 @@ import socket
 import socketserver
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -82,9 +83,9 @@ def deadline_env(fast_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fast_env
 
 
-def test_a_fetch_whose_headers_trickle_fails_at_the_deadline(fast_settings) -> None:
-    settings = fast_settings.replace(fetch_deadline_s=DEADLINE_S, timeout_s=5.0)
-    with hostile_site({"/slow.html"}) as (base, hits), fetch.Fetcher(settings, base) as fetcher:
+def test_a_fetch_whose_headers_trickle_fails_at_the_deadline(fast_scraper) -> None:
+    config = replace(fast_scraper, fetch_deadline_s=DEADLINE_S, timeout_s=5.0)
+    with hostile_site({"/slow.html"}) as (base, hits), fetch.Fetcher(config, base) as fetcher:
         started = time.monotonic()
         result = fetcher.fetch(base + "/slow.html")
         elapsed = time.monotonic() - started

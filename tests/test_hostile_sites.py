@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
 from email.utils import formatdate
 from pathlib import Path
 
@@ -73,12 +74,12 @@ def test_a_trickling_page_fails_at_the_deadline_and_the_run_goes_on(fast_env: Pa
     assert site.hits[Q1] == 2  # one request per scrape: a deadline is not retried
 
 
-def test_fetch_deadline_counts_the_whole_response(fast_settings) -> None:
+def test_fetch_deadline_counts_the_whole_response(fast_scraper) -> None:
     site = Site()
     route = site.page("/slow.html", html_page("遅い", "<p>" + "あ" * 200 + "</p>"))
     route.trickle_s = 0.05
-    settings = fast_settings.replace(fetch_deadline_s=0.5, timeout_s=5.0)
-    with site.serve() as base, fetch.Fetcher(settings, base) as fetcher:
+    config = replace(fast_scraper, fetch_deadline_s=0.5, timeout_s=5.0)
+    with site.serve() as base, fetch.Fetcher(config, base) as fetcher:
         started = time.monotonic()
         result = fetcher.fetch(base + "/slow.html")
         elapsed = time.monotonic() - started

@@ -3,6 +3,7 @@ read through the worker process, served from loopback, scraped, versioned and ci
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from html import unescape
 from pathlib import Path
 
@@ -45,8 +46,8 @@ def chapter(extra: str = "") -> pdfkit.Chapter:
     return ch
 
 
-def test_a_typeset_chapter_reads_as_its_lines_each_with_its_pages(fast_settings) -> None:
-    text = read_pdf(chapter().build(), fast_settings)
+def test_a_typeset_chapter_reads_as_its_lines_each_with_its_pages(fast_scraper) -> None:
+    text = read_pdf(chapter().build(), fast_scraper)
     lines = text.lines
     # wrapped lines joined into their sentence: no space between Japanese characters (a
     # long paragraph is one line per sentence), one space between Latin words
@@ -105,7 +106,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
     site = _site(chapter().build(), _second())
     with site.serve() as base:
         toc = base + "/guide/index.html"
-        report = scrape_site(settings, toc, guideline=scope)
+        report = scrape_site(settings.scraper, settings.storage, toc, guideline=scope)
         ch1, ch2 = base + "/guide/pdf/ch1.pdf", base + "/guide/pdf/ch2.pdf"
         assert sorted(report.summary.added) == [ch1, ch2]
         by = {r.url: r for r in report.links}
@@ -114,7 +115,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert "blank fields" in by[base + "/guide/pdf/memo.pdf"].reason
         assert by[base + "/guide/pdf/sheet.pdf"].category == urls.PRINTABLE  # by its link text (印刷用)
         assert site.hits["/guide/pdf/sheet.pdf"] == 0
-        book = openpyxl.load_workbook(settings.urls_xlsx, read_only=True)
+        book = openpyxl.load_workbook(settings.scraper.urls_xlsx, read_only=True)
         removed = list(book[REMOVED_SHEET].iter_rows(values_only=True))
         book.close()
         assert removed[0] == ("url", "pdf_page", "text", "why")
@@ -124,9 +125,9 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
             assert page is not None and page.pdf is not None and page.version == 1
             assert page.pdf.page_count == 2 and page.pdf.sha256.startswith("sha256:")
             assert len(page.pdf.line_pages) == len(page.lines)
-        again = scrape_site(settings, toc, guideline=scope)
+        again = scrape_site(settings.scraper, settings.storage, toc, guideline=scope)
         assert sorted(again.summary.unchanged) == [ch1, ch2] and not again.summary.corpus_changed
-        assert not check_guideline(settings, scope).diverged
+        assert not check_guideline(settings.scraper, settings.storage, scope).diverged
 
         retrieval.build_index(settings, scope)
         with Library(settings) as library:
@@ -150,8 +151,8 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
                 assert stored.line(n) == text and p["pdf_page"] <= min(stored.pdf.line_pages[n - 1])
 
         site.raw("/guide/pdf/ch1.pdf", chapter("改訂しました。").build(), "application/pdf")
-        assert check_guideline(settings, scope).diverged
-        changed = scrape_site(settings, toc, guideline=scope)
+        assert check_guideline(settings.scraper, settings.storage, scope).diverged
+        changed = scrape_site(settings.scraper, settings.storage, toc, guideline=scope)
         assert changed.summary.changed == [ch1] and changed.summary.unchanged == [ch2]
     with Store(settings.db) as store:
         versions = store.versions(ch1)
@@ -170,7 +171,7 @@ def test_the_coverage_evidence_reads_the_section_that_answers_not_the_document_s
 
     scope = fast_settings.guideline_scope(DEFAULT_GUIDELINE)
     with _site(chapter().build(), _second()).serve() as base:
-        scrape_site(fast_settings, base + "/guide/index.html", guideline=scope)
+        scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html", guideline=scope)
     retrieval.build_index(fast_settings, scope)
     retriever = retrieval.load_retriever(fast_settings, scope)
     assert isinstance(retriever, OursRetriever)
@@ -197,9 +198,8 @@ BAD = [
 ]
 
 
-def test_each_bad_pdf_is_refused_with_its_reason_and_the_previous_version_stays(fast_settings) -> None:
-    settings = fast_settings.replace(urls_xlsx=fast_settings.db.with_name("urls.xlsx"),
-                                     pdf_max_stream_bytes=16 << 20)
+def test_each_bad_pdf_is_refused_with_its_reason_and_the_previous_version_stays(fast_scraper, store_config) -> None:
+    config = replace(fast_scraper, urls_xlsx=store_config.db.with_name("urls.xlsx"), pdf_max_stream_bytes=16 << 20)
     good = chapter().build()
     site = Site()
     site.page("/guide/index.html", toc_html([("a.pdf", "第1章 手術を受ける方へ"), ("b.pdf", "第2章 退院のあと")]))
@@ -207,31 +207,31 @@ def test_each_bad_pdf_is_refused_with_its_reason_and_the_previous_version_stays(
     site.raw("/guide/b.pdf", _second(), "application/pdf")
     with site.serve() as base:
         toc, url = base + "/guide/index.html", base + "/guide/a.pdf"
-        assert url in scrape_site(settings, toc).summary.added
-        with Store(settings.db) as store:
+        assert url in scrape_site(config, store_config, toc).summary.added
+        with Store(store_config.db) as store:
             before = store.get_page(url)
         assert before is not None
         for name, make, reason in BAD:
             site.raw("/guide/a.pdf", make(), "application/pdf")
-            report = scrape_site(settings, toc)
+            report = scrape_site(config, store_config, toc)
             assert reason in report.summary.failed.get(url, ""), (name, report.summary.failed)
             row = next(r for r in report.links if r.url == url)
             assert reason in row.reason and "PDF not read" in row.reason, name
-            with Store(settings.db) as store:
+            with Store(store_config.db) as store:
                 now = store.get_page(url)
             assert now is not None and not now.removed, name
             assert (now.version, now.content_hash, now.lines) == (before.version, before.content_hash, before.lines)
 
 
-def test_the_worker_s_memory_limit_refuses_what_the_scan_lets_through(fast_settings) -> None:
+def test_the_worker_s_memory_limit_refuses_what_the_scan_lets_through(fast_scraper) -> None:
     # a bomb below the scan's stream limit but above the worker's memory: PDFium (or the
     # scan) runs out of the worker's address space, never the scraper's
-    settings = fast_settings.replace(pdf_max_stream_bytes=1 << 31, pdf_memory_mb=200)
+    config = replace(fast_scraper, pdf_max_stream_bytes=1 << 31, pdf_memory_mb=200)
     with pytest.raises(PdfRefusedError) as caught:
-        read_pdf(pdfkit.bomb(400 << 20), settings)
+        read_pdf(pdfkit.bomb(400 << 20), config)
     assert caught.value.code == "crashed" and "200 MB" in str(caught.value)
     with pytest.raises(PdfRefusedError) as caught:
-        read_pdf(b"x" * 2000, fast_settings.replace(pdf_max_bytes=1000))
+        read_pdf(b"x" * 2000, replace(fast_scraper, pdf_max_bytes=1000))
     assert caught.value.code == "too_large"
 
 
@@ -257,7 +257,7 @@ def test_the_chat_cites_the_pdf_page_and_shows_that_page(fast_settings) -> None:
     site.page("/guide/index.html", toc_html([("a.pdf", "第1章")]))
     site.raw("/guide/a.pdf", chapter().build(), "application/pdf")
     with site.serve() as base:
-        scrape_site(fast_settings, base + "/guide/index.html")
+        scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html")
     with Store(fast_settings.db) as store:
         page = store.current_pages()[0]
     assert page.pdf is not None

@@ -21,9 +21,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from guiderag.errors import StoreTimeoutError
+from guiderag.errors import InputError, StoreTimeoutError
 from guiderag.processes import clean_env
-from guiderag.settings import Settings
+from guiderag.settings import Settings, StoreConfig
 from guiderag.store import Store
 from guiderag.store.connection import PgOptions, configure, pg_options
 from guiderag.store.pg import close_pools
@@ -186,16 +186,23 @@ def test_the_cli_reads_the_bounds_from_the_environment(server: str, tmp_path: Pa
 
 
 def test_settings_reach_the_store_where_no_entry_point_configured_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A process that never configured its store (a worker, a script) takes GUIDERAG_PG_*
-    from the environment; configure() takes a command's settings."""
+    """A process that never configured its store (a script) takes GUIDERAG_PG_* from the
+    environment; configure() takes the store stage's own config (a command's
+    settings.storage), not the whole Settings."""
     import guiderag.store.connection as connection
 
     monkeypatch.setattr(connection, "_configured", None)
     monkeypatch.setenv("GUIDERAG_PG_POOL_SIZE", "3")
     monkeypatch.setenv("GUIDERAG_PG_STATEMENT_TIMEOUT_S", "7.5")
     assert pg_options() == PgOptions(pool_size=3, connect_timeout_s=10, statement_timeout_s=7.5, pool_timeout_s=10.0)
-    configure(Settings.load(env={}, pg_pool_size=5))
+    configure(StoreConfig(pg_pool_size=5))
     assert pg_options().pool_size == 5 and pg_options().statement_timeout_s == 30.0
+    configure(Settings.load(env={}, pg_pool_size=5).storage)
+    assert pg_options().pool_size == 5 and pg_options().statement_timeout_s == 30.0
+    monkeypatch.setattr(connection, "_configured", None)
+    monkeypatch.setenv("GUIDERAG_PG_POOL_SIZE", "0")  # checked as Settings.load checks it
+    with pytest.raises(InputError, match="environment variable GUIDERAG_PG_POOL_SIZE must be at least 1"):
+        pg_options()
 
 
 def test_psycopg_offers_what_the_deadline_rests_on() -> None:

@@ -5,6 +5,7 @@ Real loopback sites (sitekit); each mechanism is also shown switched off, so the
 are seen to depend on it."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from openpyxl import load_workbook
 
 from guiderag.scraper import postfetch, scrape_site
 from guiderag.scraper.textlines import read_page
-from guiderag.settings import Settings
+from guiderag.guideline import GuidelineScope
+from guiderag.scopes import ScraperConfig, StoreConfig
 from guiderag.store import Store
 from sitekit import Site, html_page
 
@@ -63,28 +65,28 @@ def _site() -> Site:
     return site
 
 
-def _scrape(settings: Settings, base: str, **kw) -> dict[str, tuple[str, str, bool]]:
+def _scrape(config: ScraperConfig, store: StoreConfig, base: str, **kw) -> dict[str, tuple[str, str, bool]]:
     """The workbook's rows by URL (the first row of each: `#frag` spellings share the URL)."""
-    report = scrape_site(settings, base + "/gb/index.html", **kw)
+    report = scrape_site(config, store, base + "/gb/index.html", **kw)
     rows: dict[str, tuple[str, str, bool]] = {}
     for r in report.links:
         rows.setdefault(r.url[len(base):], (r.category, r.reason, r.include))
     return rows
 
 
-def _stored(settings: Settings, base: str) -> list[str]:
-    with Store(settings.db) as store:
+def _stored(location: StoreConfig, base: str) -> list[str]:
+    with Store(location.store) as store:
         return [p.url[len(base):] for p in store.current_pages()]
 
 
 QUESTION_PAGES = ["/gb/ch1/q1.html", "/gb/ch1/q2.html", "/gb/ch2/q3.html", "/gb/ch2/q4.html"]
 
 
-def test_index_pages_and_other_spellings_are_not_stored(fast_settings: Settings) -> None:
+def test_index_pages_and_other_spellings_are_not_stored(fast_scraper: ScraperConfig, store_config: StoreConfig) -> None:
     site = _site()
     with site.serve() as base:
-        rows = _scrape(fast_settings, base)
-        assert _stored(fast_settings, base) == QUESTION_PAGES
+        rows = _scrape(fast_scraper, store_config, base)
+        assert _stored(store_config, base) == QUESTION_PAGES
     for chapter in ("/gb/ch1/index.html", "/gb/ch2/index.html", "/gb/sitemap-list.html"):
         category, reason, include = rows[chapter]
         assert category == "index" and not include and "links to" in reason and "guide pages" in reason
@@ -96,7 +98,7 @@ def test_index_pages_and_other_spellings_are_not_stored(fast_settings: Settings)
     assert rows["/gb/ch1/q1.html"][0] == "content"
     # the workbook says so, category and reason, for the maintainer; the #frag spelling is
     # a duplicate of its page before anything is fetched
-    book = load_workbook(fast_settings.guideline_scope("default").workbook_path, read_only=True)
+    book = load_workbook(GuidelineScope.of(store_config, "default").workbook_path, read_only=True)
     sheet: dict[str, tuple] = {}
     for r in book["urls"].iter_rows(min_row=2, values_only=True):
         sheet.setdefault(r[9], r)  # by href as written
@@ -107,24 +109,24 @@ def test_index_pages_and_other_spellings_are_not_stored(fast_settings: Settings)
     assert sheet["/gb/ch1/q1.html?from=toc"][2] == "duplicate"
 
 
-def test_a_maintainer_can_include_an_index_page_by_hand(fast_settings: Settings) -> None:
+def test_a_maintainer_can_include_an_index_page_by_hand(fast_scraper: ScraperConfig, store_config: StoreConfig) -> None:
     site = _site()
     with site.serve() as base:
-        _scrape(fast_settings, base)
-        book = load_workbook(fast_settings.guideline_scope("default").workbook_path)
+        _scrape(fast_scraper, store_config, base)
+        book = load_workbook(GuidelineScope.of(store_config, "default").workbook_path)
         sheet = book["urls"]
         for row in sheet.iter_rows(min_row=2):
             if row[0].value == base + "/gb/ch1/index.html":
                 row[4].value = True  # include
-        book.save(fast_settings.guideline_scope("default").workbook_path)
-        rows = _scrape(fast_settings, base, urls_xlsx=fast_settings.guideline_scope("default").workbook_path)
-        assert "/gb/ch1/index.html" in _stored(fast_settings, base)
+        book.save(GuidelineScope.of(store_config, "default").workbook_path)
+        rows = _scrape(fast_scraper, store_config, base, urls_xlsx=GuidelineScope.of(store_config, "default").workbook_path)
+        assert "/gb/ch1/index.html" in _stored(store_config, base)
         assert rows["/gb/ch1/index.html"][2] and "by hand" in rows["/gb/ch1/index.html"][1]
         # left as the scraper wrote it, the workbook read back keeps the other index pages out
-        assert "/gb/ch2/index.html" not in _stored(fast_settings, base)
+        assert "/gb/ch2/index.html" not in _stored(store_config, base)
 
 
-def test_a_rescrape_removes_pages_a_past_scrape_stored_as_content(fast_settings: Settings,
+def test_a_rescrape_removes_pages_a_past_scrape_stored_as_content(fast_scraper: ScraperConfig, store_config: StoreConfig,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A store filled before these verdicts (index pages and ?from=toc stored) is put right
     by the next full scrape."""
@@ -133,11 +135,11 @@ def test_a_rescrape_removes_pages_a_past_scrape_stored_as_content(fast_settings:
         with monkeypatch.context() as m:  # the mechanisms switched off: the old behaviour
             m.setattr(postfetch, "INDEX_LINK_SHARE", 2.0)
             m.setattr(postfetch, "duplicates", lambda spellings: {})
-            _scrape(fast_settings, base)
-            wrong = _stored(fast_settings, base)
+            _scrape(fast_scraper, store_config, base)
+            wrong = _stored(store_config, base)
         assert "/gb/ch1/index.html" in wrong and "/gb/ch1/q1.html?from=toc" in wrong  # the tests depend on them
-        report = scrape_site(fast_settings.replace(conditional_get=False), base + "/gb/index.html")
-        assert _stored(fast_settings, base) == QUESTION_PAGES
+        report = scrape_site(replace(fast_scraper, conditional_get=False), store_config, base + "/gb/index.html")
+        assert _stored(store_config, base) == QUESTION_PAGES
         assert base + "/gb/ch1/index.html" in report.summary.removed
 
 
@@ -172,7 +174,7 @@ def test_a_canonical_link_naming_another_page_is_not_trusted_blindly() -> None:
     assert list(postfetch.duplicates(order)) == ["http://h/gb/a.html?from=toc"]
 
 
-def test_the_gastric_development_site_stores_exactly_its_content_pages(fast_settings: Settings) -> None:
+def test_the_gastric_development_site_stores_exactly_its_content_pages(fast_scraper: ScraperConfig, store_config: StoreConfig) -> None:
     """The development site of ../shared (8 chapter index pages, 8 `?from=toc` spellings)."""
     import json
 
@@ -184,8 +186,8 @@ def test_the_gastric_development_site_stores_exactly_its_content_pages(fast_sett
         pytest.skip(f"the shared development set is not here ({root})")
     gold = json.loads((root / "gold.json").read_text(encoding="utf-8"))
     with serve_directory(root / "site") as base:
-        report = scrape_site(fast_settings, base + gold["toc"])
-    with Store(fast_settings.db) as store:
+        report = scrape_site(fast_scraper, store_config, base + gold["toc"])
+    with Store(store_config.db) as store:
         stored = sorted(p.url[len(base):] for p in store.current_pages())
     assert stored == sorted(gold["content_urls"]) and len(stored) == 32
     assert sum(r.category == "index" for r in report.links) == 8

@@ -95,21 +95,35 @@ def test_a_stage_is_handed_only_its_own_config():
     assert not hasattr(s.retrieval, "delay_s") and s.scraper.delay_s == 0.0
     # a stage's whole config can be replaced, and the flat names read it
     t = s.replace(retrieval=dataclasses.replace(s.retrieval, threshold=0.4))
-    assert t.threshold == 0.4 and t.delay_s == 0.0 and s.threshold == 0.3
+    assert t.threshold == 0.4 and t.retrieval.threshold == 0.4 and t.scraper.delay_s == 0.0 and s.threshold == 0.3
+    # the stages handed their own config have no flat names left (#19 phase 2)
+    assert not hasattr(s, "delay_s") and not hasattr(s, "pg_pool_size") and s.value("delay_s") == 0.0
+
+
+# Settings of the stages handed their own config instead of the whole Settings (#19
+# phase 2): the scraper (ScraperConfig) and the store's PostgreSQL options (store.connection
+# takes a StoreConfig). No flat `settings.<name>` is left for them.
+OWN_CONFIG_ONLY = {s.name for s in REGISTRY if s.stage == "scraper"} | {
+    "pg_pool_size", "pg_connect_timeout_s", "pg_statement_timeout_s", "pg_pool_timeout_s"}
 
 
 def test_flat_access_reads_each_setting_from_its_stage():
-    """Phase 1: `settings.<name>` for every setting (typed, see guiderag.settings.Flat),
-    reading the stage's config; Settings.load(name=...) and replace(name=...) set it."""
+    """`settings.<name>` (typed, see guiderag.settings.Flat) for every setting a stage still
+    reads from the whole Settings, reading the stage's config, and none for the stages
+    handed their own; Settings.load(name=...) and replace(name=...) set each setting in
+    its stage's config."""
     flats = {n for n, v in vars(Settings).items() if isinstance(v, Flat)}
-    assert flats == set(BY_NAME) | {"store_url"}  # store_url: derived from db, not a setting
+    assert flats == (set(BY_NAME) - OWN_CONFIG_ONLY) | {"store_url"}  # store_url: derived from db
+    assert len(OWN_CONFIG_ONLY) == 21 and OWN_CONFIG_ONLY <= set(BY_NAME)
     base = Settings.load(env={})
     for s in REGISTRY:
         value = _another_value(s)
         for changed in (Settings.load(env={}, **{s.name: value}), base.replace(**{s.name: value})):
             config = getattr(changed, SCOPES[s.stage][1])
             expected = Path(value) if s.kind is Path and not isinstance(value, Path) else value
-            assert getattr(config, s.name) == getattr(changed, s.name) == expected, s.name
+            assert getattr(config, s.name) == changed.value(s.name) == expected, s.name
+            if s.name in flats:
+                assert getattr(changed, s.name) == expected, s.name
             assert changed != base, s.name
 
 

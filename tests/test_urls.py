@@ -133,14 +133,14 @@ def test_robots_verdict_only_touches_content_links() -> None:
     assert [(r.category, r.include) for r in out] == [(urls.DISALLOWED, False), (urls.CONTENT, True)]
 
 
-def test_sample_site_classification_precision_and_recall_are_one(fast_settings) -> None:
+def test_sample_site_classification_precision_and_recall_are_one(fast_scraper) -> None:
     from guiderag.scraper import sample
     from guiderag.scraper import fetch
     from guiderag.scraper.harvest import apply_robots as robots_pass
 
     with sample.serve_sample_site() as toc_url:
         declared = sample.sample_content_urls(toc_url)
-        with fetch.Fetcher(fast_settings, toc_url) as fetcher:
+        with fetch.Fetcher(fast_scraper, toc_url) as fetcher:
             robots = fetcher.load_robots()
             page = fetcher.fetch(toc_url)
         assert page.ok
@@ -158,12 +158,12 @@ def test_sample_site_classification_precision_and_recall_are_one(fast_settings) 
     assert all(r.reason for r in records)
 
 
-def test_site_served_toc_links_resolve_over_http(fast_settings) -> None:
+def test_site_served_toc_links_resolve_over_http(fast_scraper) -> None:
     from guiderag.scraper import fetch
 
     site = Site()
     site.page("/guide/index.html", toc_html([("q1.html", "Q1")]))
-    with site.serve() as base, fetch.Fetcher(fast_settings, base) as fetcher:
+    with site.serve() as base, fetch.Fetcher(fast_scraper, base) as fetcher:
         page = fetcher.fetch(base + "/guide/index.html")
         (record,) = classify_links(page.html, page.final_url)
     assert record.url == base + "/guide/q1.html"

@@ -101,7 +101,7 @@ def _book(path: Path, rows: list[list]) -> None:
     book.save(path)
 
 
-def test_scrape_honours_a_hand_edited_workbook(fast_settings, tmp_path: Path) -> None:
+def test_scrape_honours_a_hand_edited_workbook(fast_scraper, store_config, tmp_path: Path) -> None:
     site = Site()
     site.page("/guide/index.html", toc_html([("q1.html", "Q1"), ("q2.html", "Q2"), ("/about.html", "About")]))
     for name in ("q1", "q2"):
@@ -109,10 +109,10 @@ def test_scrape_honours_a_hand_edited_workbook(fast_settings, tmp_path: Path) ->
     site.page("/about.html", html_page("about", "<main><h1>このサイトについて</h1><p>運営者の説明です。</p></main>"))
     book = tmp_path / "review.xlsx"
     with site.serve() as base:
-        first = scrape_site(fast_settings, base + "/guide/index.html", urls_xlsx=book)
+        first = scrape_site(fast_scraper, store_config, base + "/guide/index.html", urls_xlsx=book)
         assert sorted(first.summary.added) == [base + "/guide/q1.html", base + "/guide/q2.html"]
         _edit(book, {base + "/guide/q2.html": {"include": False}, base + "/about.html": {"include": True}})
-        second = scrape_site(fast_settings, base + "/guide/index.html", urls_xlsx=book)
+        second = scrape_site(fast_scraper, store_config, base + "/guide/index.html", urls_xlsx=book)
     assert second.summary.added == [base + "/about.html"]
     assert second.summary.removed == [base + "/guide/q2.html"]
     rows = {r["url"]: r for r in _rows(book)}

@@ -16,7 +16,6 @@ browser tabs opening the app at once, or the app and the CLI).
 """
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -183,9 +182,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
             report(0.15, "ガイドラインのページを読み込んでいます…")
             # Stored under the sample's stable site URL, as `guiderag scrape --sample` does,
             # so a later `scrape --sample` compares like with like.
-            scraped = scrape_site(
-                local, served_toc, public_site=SAMPLE_SITE_URL, stderr=io.StringIO()
-            )
+            scraped = scrape_site(local.scraper, local.storage, served_toc, public_site=SAMPLE_SITE_URL)
         summary = scraped.summary
         status = store_status(settings)
         if status.empty:

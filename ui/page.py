@@ -161,7 +161,7 @@ def main() -> None:
         st.error(TEXT["settings_error"])
         st.markdown(error_details(exc), unsafe_allow_html=True)
         st.stop()
-    configure_store(settings)  # a PostgreSQL store's pool size and bounded waits
+    configure_store(settings.storage)  # a PostgreSQL store's pool size and bounded waits
 
     st.title(TEXT["title"])
     st.caption(TEXT["intro"])
