@@ -7,7 +7,9 @@ two halves, so that the decision can be replaced without touching what is measur
   holds for a question: the best passage's score and whether one cleared the threshold,
   how much of the question the best reference line speaks to (`line_coverage`,
   chatbot.extract), and which asked figure no line of the reference's pages gives
-  (`asked_figure_missing`, chatbot.answer_type);
+  (`asked_figure_missing`, chatbot.answer_type). Both read the lines' analyses that were
+  made with the index (the retriever's `line_analyses`, retrieval.lines) and the query's
+  slots the search built (`query_slots`): only the question is analysed per ask;
 - a `Decision` reads the measures and returns a `Verdict`: covered or not, the measures,
   and which rule refused. `ThresholdRules` is today's decision (settings.min_line_coverage,
   settings.require_asked_figure); a coverage model that gives P(governed) with its reasons
@@ -21,22 +23,20 @@ The protocol pipeline stays as published: neither measure applies to it.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from guiderag.retrieval.result import RetrievalResult
+from guiderag.retrieval.retriever import Slots
 from guiderag.settings import PROTOCOL, Settings
 
-from .answer_type import missing_figure
+from .answer_type import missing_figure_of_masks
 from .extract import line_coverage
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
 
 Analyze = Callable[[str], list[str]]
-# Analyses of reference lines kept per gate (the same lines recur across questions).
-ANALYSIS_CACHE = 8192
 
 # The rule that refused a question (Verdict.refused_by).
 THRESHOLD = "threshold"  # no passage cleared the retrieval threshold
@@ -118,17 +118,27 @@ class ThresholdRules:
         return Verdict(covered=refused is None, measures=measures, refused_by=refused, min_line_coverage=cut)
 
 
+def query_slots(retriever: Retriever, question: str, result: RetrievalResult) -> list[Slots]:
+    """The query's slots for `result`: the ones its search built (RetrievalResult.slots),
+    else the retriever's for the question and the result's keywords."""
+    if result.slots is not None and result.question == question:
+        return result.slots
+    return retriever.query_slots(question, result.keywords)
+
+
 class EvidenceGate:
     """The gate of one guideline: its retriever's view of the question, measured, then
     decided (ThresholdRules unless another Decision is given). Thread-safe: a Library
-    keeps one per guideline for every ask and routing; its analysis cache is shared."""
+    keeps one per guideline for every ask and routing. It reads the reference lines'
+    analyses stored with the index (`lines`, retrieval.lines: the protocol pipeline's are
+    computed and cached)."""
 
     def __init__(self, settings: Settings, retriever: Retriever, *, decision: Decision | None = None) -> None:
         self.settings = settings
         self.retriever = retriever
         self.decision: Decision = decision or ThresholdRules(settings)
-        # the retriever's analyzer, cached (thread-safe; the same reference lines recur)
-        self.analyze: Analyze = functools.lru_cache(maxsize=ANALYSIS_CACHE)(retriever.analyze)
+        self.analyze: Analyze = retriever.analyze  # a text's terms as the retriever sees them
+        self.lines = retriever.line_analyses
 
     def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True) -> Verdict:
         """The verdict on `result` for `question`. asked_figure=False leaves the asked-figure
@@ -142,7 +152,7 @@ class EvidenceGate:
         figure: frozenset[str] | None = None
         if applies and asked_figure and self.settings.require_asked_figure:
             pages = {(p.page.url, p.page.version): p.page for p in result.passages}
-            figure = missing_figure(question, [line for page in pages.values() for line in page.lines])
+            figure = missing_figure_of_masks(question, (self.lines.page_gives(page) for page in pages.values()))
         return Measures(
             pipeline=result.pipeline,
             over_threshold=result.governed,
@@ -160,8 +170,8 @@ class EvidenceGate:
         `query_weights`."""
         if self.settings.min_line_coverage <= 0:
             return None
-        slots = self.retriever.query_slots(question, result.keywords)
+        slots = query_slots(self.retriever, question, result)
         if not slots:
             weights = self.retriever.query_weights(question, result.keywords)
-            return line_coverage(question, result.passages, self.analyze, weights, result.keywords)
-        return max(line_coverage(question, result.passages, self.analyze, slots=s) for s in slots)
+            return line_coverage(question, result.passages, self.analyze, weights, result.keywords, lines=self.lines)
+        return max(line_coverage(question, result.passages, self.analyze, slots=s, lines=self.lines) for s in slots)

@@ -10,9 +10,9 @@ evidence gate (chatbot.gate): routing measures a guideline's evidence with the v
 its answers are judged by.
 
 A Library may answer from several threads at once (the API, the chat's sessions): every
-ask opens its own store connection for its Chatbot (its audit row) unless it is given one
-(`store=`, one thread's own), the retrievers are read-only, the gates' analysis caches are
-thread-safe, and loading a retriever is done once under a lock. A process keeps its
+ask writes its audit row through its thread's own store connection (chatbot.stores) unless
+it is given one (`store=`, one thread's own), the retrievers and their stored line
+analyses are read-only, and loading a retriever is done once under a lock. A process keeps its
 loaded libraries in chatbot.library_cache, keyed on the store's state.
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from .bot import Chatbot
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
+from .stores import thread_stores
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
@@ -177,7 +178,10 @@ class Library:
         """Route, then answer from the chosen guideline only (one audit row, as always);
         `progress` as for Chatbot.ask. `store`: the connection to write the audit row
         through (one the calling thread alone uses, e.g. an evaluation run's), else the
-        answer opens its own."""
+        calling thread's own (chatbot.stores: kept open between asks for an SQLite store)."""
+        if store is None:
+            with thread_stores(str(self.settings.store)).use() as own:
+                return self.ask(question, mode, guideline, progress=progress, store=own)
         name = self.check_requested(guideline)
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:

@@ -29,6 +29,8 @@ from .llm import LLMClient
 from .record import AskRecord
 from .shown import Pick, layout, render
 
+from .gate import query_slots
+
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
 
@@ -84,10 +86,10 @@ class Extract(AnswerMode):
         *, error: str | None = None,
     ) -> Answer:
         """`error`: why a model mode was answered with extract instead (the fallback)."""
-        slots = self.retriever.query_slots(question, result.keywords)  # with the keywords' when they add any
+        slots = query_slots(self.retriever, question, result)  # with the keywords' when they add any
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self.analyze, self.retriever.idf, slots=slots[-1] if slots else None,
+            self.analyze, self.retriever.idf, slots=slots[-1] if slots else None, lines=self.retriever.line_analyses,
         )
         if not text:
             return self.refusal(question, result, retrieval, error=error)
