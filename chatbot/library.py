@@ -181,7 +181,11 @@ class Library:
         calling thread's own (chatbot.stores: kept open between asks for an SQLite store)."""
         if store is None:
             with thread_stores(str(self.settings.store)).use() as own:
-                return self.ask(question, mode, guideline, progress=progress, store=own)
+                return self._ask(question, mode, guideline, progress, own)
+        return self._ask(question, mode, guideline, progress, store)
+
+    def _ask(self, question: str, mode: str | None, guideline: str | None, progress: Progress | None,
+             store: Store) -> Answer:
         name = self.check_requested(guideline)
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:

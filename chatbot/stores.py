@@ -62,23 +62,23 @@ class ThreadStores:
         """This thread's open Store (opened now when it has none yet, it was made in another
         process or the file was replaced); a PostgreSQL store is opened for the block only."""
         if is_postgres_url(self.location):
-            with Store(self.location, create=False) as store:
-                yield store
+            with Store(self.location, create=False) as shared:
+                yield shared
             return
         held = self._local
         identity = self._identity()
-        store = held.store
+        kept = held.store
         pid = os.getpid()
-        if (store is None or held.pid != pid or held.identity != identity or identity is None
+        if (kept is None or held.pid != pid or held.identity != identity or identity is None
                 or held.generation != self._generation):
-            if store is not None and held.pid == pid and held.generation == self._generation:
-                store.close()
+            if kept is not None and held.pid == pid and held.generation == self._generation:
+                kept.close()
             held.store = None
-            store = Store(self.location, create=False)  # StoreMissingError without a store
+            kept = Store(self.location, create=False)  # StoreMissingError without a store
             with self._lock:
-                self._open.add(store)
-                held.store, held.pid, held.identity, held.generation = store, pid, self._identity(), self._generation
-        yield store
+                self._open.add(kept)
+                held.store, held.pid, held.identity, held.generation = kept, pid, self._identity(), self._generation
+        yield kept
 
     def close_all(self) -> None:
         """Close every thread's connection (their threads open new ones when they ask again)."""

@@ -137,8 +137,9 @@ class ComputedLines(LineAnalyses):
         return self._terms(page.title if number == 0 else page.line(number))
 
     def line(self, page: PageVersion, number: int) -> LineView:
+        context: tuple[int, ...] = ()
         if number == 0:
-            text, context = page.title, ()
+            text = page.title
         else:
             text = page.line(number)
             context = _context(page.lines, number, self.heading_max_chars)

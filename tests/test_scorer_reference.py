@@ -256,3 +256,118 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict, monk
     assert compared > 100  # the questions do match passages: the comparison is not all zeros
     assert multi > 0
     assert with_parts > 0
+
+
+# --- the search reads the scores where they matter (retrieval.scoring.Hits) ----------------
+
+@pytest.mark.parametrize("seed,overrides", [(11, {}), (12, {"qa_page_weight": 0.0, "page_weight": 0.3}),
+                                            (13, {"threshold": 0.05}), (14, {"span_weight": 0.0})])
+def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, overrides: dict, monkeypatch) -> None:
+    """The search computes the proximity factor only where a score can reach its threshold
+    or be the top one (its bound without the factor); what it reads of the scores (which
+    passages reach the threshold, their scores, the top score) is exactly what every
+    passage's scores give (query_scores, pinned above against the plain formula)."""
+    for name in [n for n in overrides if n in CONSTANTS]:
+        module, attr = CONSTANTS[name]
+        monkeypatch.setattr(module, attr, overrides.pop(name))
+    corpus = generate_corpus(40, 40, seed=seed)
+    settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
+    analyzer = make_analyzer(settings)
+    retriever = OursRetriever(settings, corpus.pages, build_data(corpus.pages, "v", settings, analyzer), analyzer,
+                              guideline="default")
+    thresholds = retriever._thresholds()
+    above_any = 0
+    for question in [*corpus.queries, "存在しない語彙ばかりの質問です"]:
+        query = retriever.query(question)[0]
+        every, _, unknown = retriever.query_scores(query)
+        hits = retriever.scorer.query_hits(query, thresholds)
+        reaching = np.flatnonzero(every >= thresholds)
+        listed = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
+        assert np.array_equal(listed, reaching), question
+        assert np.array_equal(hits.dense(len(every))[reaching], every[reaching])
+        assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
+        assert hits.top == float(every.max()) and hits.unknown == unknown
+        above_any += len(reaching)
+    assert above_any > 0
+
+
+# --- the stored line analyses (retrieval.lines) -------------------------------------------
+
+LINE_KINDS = [
+    "胸腺腫の治療について教えてください。",  # framing words: no terms as a question's would be
+    "治療費が心配なときは、ソーシャルワーカーに相談できます。",
+    "手術のあと、3日以内に歩く練習を始めます。",  # 後 joined, a figure
+    "・吐き気止めの薬を使います",  # a list item
+    "次のような症状があるときは連絡してください：",
+    "項目 | 早期ダンピング症候群 | 後期ダンピング症候群",  # a table's header row and a row
+    "起こる時期 | 食後30分以内 | 食後2〜3時間",
+    "お薬の飲み方は何日おきですか",  # a question number, a stray prefix
+    "EGFR遺伝子変異とPD-L1の検査、80mgの投与。",
+    "費用の自己負担額には上限があります。",
+    "うちの父は抗がん剤治療中で、髪が抜けるのが不安です。",
+    "Q12 副作用",
+]
+
+
+def _pages_with_every_kind_of_line(seed: int) -> list[PageVersion]:
+    """Generated pages, each given some of LINE_KINDS (and a blank line), titles included."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, page in enumerate(generate_corpus(12, 1, seed=seed).pages):
+        lines = list(page.lines)
+        for k in rng.choice(len(LINE_KINDS), size=5, replace=False):
+            lines.insert(int(rng.integers(1, len(lines) + 1)), LINE_KINDS[int(k)])
+        lines.insert(int(rng.integers(1, len(lines))), "")
+        title = page.title if i % 3 else "治療のあとの生活について教えてください"
+        out.append(dataclasses.replace(page, title=title, lines=tuple(lines)))
+    return out
+
+
+def _bigrams_of(text: str) -> set[str]:
+    """The character bigrams extract compares (chatbot.extract._bigrams, as it always was)."""
+    import unicodedata
+
+    t = "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
+    return {t[i:i + 2] for i in range(len(t) - 1)}
+
+
+@pytest.mark.parametrize("seed,workers", [(21, 1), (22, 2)])
+def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int, workers: int,
+                                                                        monkeypatch) -> None:
+    """What the index stores of every line (made in the build's own MeCab pass, in worker
+    processes too) is what analysing that line afresh gives: its terms as the retriever's
+    analyzer reads a question's, its letters (the same bigrams extract always compared),
+    the answer kinds it gives, the lines it is read with; and a page's answer kinds."""
+    from guiderag.chatbot.answer_type import gives
+    from guiderag.chatbot.extract import line_context
+    from guiderag.retrieval import answer_kinds, build
+    from guiderag.retrieval.lines import ComputedLines, StoredLines
+
+    monkeypatch.setattr(build, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(build, "_CHUNK_PAGES", 2)
+    pages = _pages_with_every_kind_of_line(seed)
+    settings = Settings.load(env={}, progress=False, index_workers=workers)
+    analyzer = make_analyzer(settings)
+    retriever = OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer,
+                              guideline="default")
+    stored = retriever.line_analyses
+    assert isinstance(stored, StoredLines)
+    fresh = ComputedLines(retriever.analyze)
+    framed = 0
+    for page in retriever.pages:
+        assert stored.terms(page, 0) == frozenset(retriever.analyze(page.title))
+        for n, text in enumerate(page.lines, start=1):
+            got, want = stored.line(page, n), fresh.line(page, n)
+            assert got == want, (page.url, n, text)
+            assert got.terms == frozenset(retriever.analyze(text))
+            framed += got.terms != frozenset(analyzer(text))  # framing words are no terms here
+            pairs = {got.flat[i:i + 2] for i in range(len(got.flat) - 1)}
+            assert pairs == _bigrams_of(text)
+            assert list(got.context) == line_context(page, n)
+            for kind in answer_kinds.GIVES:
+                assert bool(got.gives & answer_kinds.BITS[kind]) == gives(text, frozenset({kind}))
+        assert stored.page_gives(page) == fresh.page_gives(page)
+    assert framed > 0  # the pages hold lines whose question-view terms differ from the index's
+    # a page object the index does not hold is analysed afresh
+    other = dataclasses.replace(retriever.pages[0], lines=("別の行です。",))
+    assert stored.line(other, 1) == fresh.line(other, 1)
