@@ -55,7 +55,7 @@ def run_loadbench(args: argparse.Namespace, settings: Settings) -> int:
     report = run(settings, clients=_counts(args.clients, "--clients"), total=args.requests, seconds=args.seconds,
                  replica_counts=_counts(args.replicas, "--replicas"), pg_url=args.pg,
                  sqlite_db=str(args.sqlite) if args.sqlite else None, workdir=args.workdir,
-                 worker_counts=_counts(args.workers, "--workers"), preloads=preloads)
+                 worker_counts=_counts(args.worker_counts, "--workers"), preloads=preloads)
     print_report(report, bool(args.json))
     return 0
 

@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("loadbench", parents=[common], help="concurrent clients against 1 and 2 API replicas")
     p.add_argument("--clients", default="1,16", help="concurrent client threads, comma-separated counts "
                    "(default 1,16)")
-    p.add_argument("--workers", default="1,2", help="`serve --workers` of each replica, comma-separated counts "
+    p.add_argument("--workers", dest="worker_counts", default="1,2", help="`serve --workers` of each replica, comma-separated counts "
                    "(default 1,2)")
     p.add_argument("--preload", choices=("on", "off", "both"), default="on",
                    help="several workers: forked from a process that loaded the index (on, the default), "
