@@ -82,6 +82,10 @@ class Answer:
     # question was routed automatically and no guideline governs it
     guideline: dict[str, str] | None = None
     routing: dict[str, Any] | None = None  # how the guideline was chosen (chatbot.routing)
+    # The coverage decision (chatbot.coverage_decision): P(the guideline governs the
+    # question), None under the rules before the model; and why, in sentences.
+    coverage_probability: float | None = None
+    coverage_reasons: list[str] = field(default_factory=list)
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
@@ -117,6 +121,8 @@ class Answer:
             "model_use": {role: dict(use) for role, use in self.model_use.items()},
             "guideline": dict(self.guideline) if self.guideline is not None else None,
             "routing": dict(self.routing) if self.routing is not None else None,
+            "coverage_probability": self.coverage_probability,
+            "coverage_reasons": list(self.coverage_reasons),
         }
 
     @property

@@ -67,10 +67,15 @@ class Gap:
     count: int
     first_asked: str
     last_asked: str
+    # the coverage decision of its last asking (chatbot.coverage_decision): P and why
+    coverage_probability: float | None = None
+    coverage_reasons: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"question": self.question, "count": self.count,
-                "first_asked": self.first_asked, "last_asked": self.last_asked}
+                "first_asked": self.first_asked, "last_asked": self.last_asked,
+                "coverage_probability": self.coverage_probability,
+                "coverage_reasons": list(self.coverage_reasons)}
 
 
 class AuditLog:
@@ -191,7 +196,26 @@ class AuditLog:
     def gaps(self) -> list[Gap]:
         """Not-covered questions grouped by normalised text, most asked first."""
         with self._lock:
-            return [Gap(q, c, first, last) for q, c, first, last in self.table.grouped(NOT_GOVERNED)]
+            groups = self.table.grouped(NOT_GOVERNED)
+            decided = self._decisions()
+        return [Gap(q, c, first, last, *decided.get(q, (None, ()))) for q, c, first, last in groups]
+
+    def _decisions(self) -> dict[str, tuple[float | None, tuple[str, ...]]]:
+        """The coverage probability and reasons of the last not-covered row of each question
+        (from its answer JSON)."""
+        cur = self.conn.execute(
+            "SELECT question_norm, answer_json FROM audit WHERE id IN (SELECT MAX(id) FROM audit "
+            f"WHERE coverage = {self.conn.param} GROUP BY question_norm)", (NOT_GOVERNED,))
+        out: dict[str, tuple[float | None, tuple[str, ...]]] = {}
+        for question, raw in cur.fetchall():
+            try:
+                data = json.loads(raw) if raw else {}
+            except ValueError:
+                data = {}
+            p = data.get("coverage_probability")
+            out[str(question)] = (float(p) if isinstance(p, (int, float)) else None,
+                                  tuple(str(r) for r in data.get("coverage_reasons") or ()))
+        return out
 
     # -- export -----------------------------------------------------------------------
     def export_xlsx(self, path: Path | str) -> int:
@@ -214,8 +238,9 @@ class AuditLog:
         ws.title = "audit"
         _write_sheet(ws, list(COLUMNS), [[r[c] for c in COLUMNS] for r in rows], ILLEGAL_CHARACTERS_RE)
         gs = wb.create_sheet("gaps")
-        _write_sheet(gs, ["question", "count", "first_asked", "last_asked"],
-                     [[g.question, g.count, g.first_asked, g.last_asked] for g in self.gaps()],
+        _write_sheet(gs, ["question", "count", "first_asked", "last_asked", "coverage_probability", "coverage_reasons"],
+                     [[g.question, g.count, g.first_asked, g.last_asked, g.coverage_probability,
+                       "\n".join(g.coverage_reasons)] for g in self.gaps()],
                      ILLEGAL_CHARACTERS_RE)
         try:
             save_workbook_atomic(wb, path)

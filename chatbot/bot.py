@@ -8,8 +8,9 @@ Order of an ask, and what each outcome records:
    model keywords may only add evidence: when the question's own words clear the threshold
    and the evidence gate but the model's keywords do not, the model's are ignored; and
    they are optional: with every model slot busy, the question's own are used at once;
-3. retrieval, then the evidence gate (chatbot.gate): nothing cleared the threshold, or the
-   gate refused -> not covered (no model is asked);
+3. retrieval, then the evidence gate (chatbot.gate): the coverage model's P(governed)
+   below its operating point (under the rules: nothing cleared the threshold, or the line
+   coverage or the asked figure refused) -> not covered (no model is asked);
 4. the mode: extract (no model), lines (model picks numbers, we rebuild from stored lines),
    generate (the protocol; the model's text is a labelled summary beside verbatim passages);
    the model declining (「行: なし」, the insufficiency sentence) -> not covered;
@@ -38,7 +39,8 @@ from guiderag.store import Store
 
 from .answer import FAILED, FELL_BACK, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED, KEYWORDS_USED, Answer
 from .audit import AuditLog
-from .gate import EvidenceGate
+from .coverage_reasons import rule_reason
+from .gate import EvidenceGate, Verdict
 from .llm import LLMClient, Progress
 from .modes import MODE_CLASSES, AnswerMode, Extract, refusal
 from .question import clean_question
@@ -148,6 +150,11 @@ class Chatbot:
             self._record_error(text, exc, mode, record, started)
             raise
         answer.notes = list(cleaned.notes) + answer.notes
+        if record.coverage is not None:  # the coverage model decided: P and why
+            answer.coverage_probability = round(record.coverage.probability, 4)
+            answer.coverage_reasons = list(record.coverage.reasons)
+        elif not answer.governed and not answer.coverage_reasons:
+            answer.coverage_reasons = [rule_reason(answer.retrieval)]
         answer.attach_guideline(self._guideline_ref(), self.routing)
         answer.retrieval_result = record.result
         answer.model_use = record.model_use
@@ -164,7 +171,7 @@ class Chatbot:
         keywords = self._keywords(question, record)
         result = self._search(question, keywords, record)
         record.searched(result)
-        verdict = self.gate.judge(question, result)
+        verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
         if not verdict.covered:
             record.not_asked(mode, verdict.reason)
@@ -204,21 +211,32 @@ class Chatbot:
         the question refused (threshold or evidence gate) but its own words would not, the
         question's own keywords are used. The protocol pipeline stays as published."""
         result: RetrievalResult = self.retriever.search(question, keywords)
-        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result):
+        if keywords is not None:
+            record.model_keywords = list(result.keywords)  # they may only raise the coverage model's P
+        if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, record.model_keywords):
             return result
         own: RetrievalResult = self.retriever.search(question, None)
         if not self._passes(question, own):
             return result
+        record.model_keywords = []
         record.use("keywords", KEYWORDS_IGNORED, keywords=list(keywords), reason=(
             f"the model's keywords left the question below the threshold or the evidence gate "
             f"(top score {result.top_score:.3f}), its own words do not ({own.top_score:.3f}): "
             f"used {list(own.keywords)}"))
         return own
 
-    def _passes(self, question: str, result: RetrievalResult) -> bool:
-        """Whether a retrieval would be answered as far as the threshold and the line
-        coverage go (the asked-figure rule is the answer's alone)."""
-        return self.gate.judge(question, result, asked_figure=False).covered
+    def _passes(self, question: str, result: RetrievalResult, keywords: Sequence[str] = ()) -> bool:
+        """Whether a retrieval would be answered: the coverage model's verdict, or under the
+        rules as far as the threshold and the line coverage go (the asked-figure rule is the
+        answer's alone)."""
+        return self.gate.judge(question, result, asked_figure=False, store=self.store, keywords=keywords).covered
+
+    def _judge(self, question: str, result: RetrievalResult, record: AskRecord) -> Verdict:
+        """The gate's verdict on the answer's retrieval (the guideline's calibration read
+        from the store), the coverage model's kept in the record."""
+        verdict = self.gate.judge(question, result, store=self.store, keywords=record.model_keywords)
+        record.coverage = verdict.coverage
+        return verdict
 
     # -- falling back ---------------------------------------------------------------
     def _fallback(
@@ -233,7 +251,7 @@ class Chatbot:
         if result is None:  # failed before retrieval (no answer model configured): offline keywords
             result = self.retriever.search(question, None)
             record.searched(result)
-        answer = self._offline(question, result, note)
+        answer = self._offline(question, result, note, record)
         shown = "extract" if answer.governed else "refusal"
         if failure == "reply":
             code = exc.code if isinstance(exc, ModelReplyError) else "unusable"
@@ -242,9 +260,9 @@ class Chatbot:
             record.use_failed(exc, FELL_BACK, mode, shown)
         return answer
 
-    def _offline(self, question: str, result: RetrievalResult, note: str) -> Answer:
+    def _offline(self, question: str, result: RetrievalResult, note: str, record: AskRecord) -> Answer:
         """The extract answer (or the refusal) for a result, through the same gate."""
-        verdict = self.gate.judge(question, result)
+        verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
         if not verdict.covered:
             return refusal(self.settings, question, EXTRACT, result, retrieval, error=note)

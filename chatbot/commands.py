@@ -105,4 +105,7 @@ def run_gaps(args: argparse.Namespace, settings: Settings) -> int:
     width = max(len(str(g.count)) for g in gaps)
     for g in gaps:
         print(f"{g.count:>{width}}  {g.question}")
+        if g.coverage_probability is not None or g.coverage_reasons:
+            p = f"P(governed) {g.coverage_probability:.2f}: " if g.coverage_probability is not None else ""
+            print(f"{'':>{width}}    ({p}{'; '.join(g.coverage_reasons)})")
     return 0

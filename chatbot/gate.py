@@ -11,9 +11,14 @@ two halves, so that the decision can be replaced without touching what is measur
   made with the index (the retriever's `line_analyses`, retrieval.lines) and the query's
   slots the search built (`query_slots`): only the question is analysed per ask;
 - a `Decision` reads the measures and returns a `Verdict`: covered or not, the measures,
-  and which rule refused. `ThresholdRules` is today's decision (settings.min_line_coverage,
-  settings.require_asked_figure); a coverage model that gives P(governed) with its reasons
-  is another Decision over the same measures.
+  and which rule refused. `ThresholdRules` is the rules' decision (settings.min_line_coverage,
+  settings.require_asked_figure), used with settings.coverage_decision = rules.
+
+With settings.coverage_decision = model (the default, issue 20) the `ours` pipeline's
+results are decided by the coverage model instead (chatbot.coverage_decision: P(governed)
+from its own, richer measures, refused below the operating point of the guideline's
+calibration, else of the shipped model of its form); its verdict is the Verdict's
+`coverage`, and the retrieval JSON records it (`coverage_model`).
 
 The answer's retrieval JSON is built from the verdict (`Verdict.retrieval_json`): the
 result's own JSON, the line coverage with the cut it was held to when it was measured,
@@ -24,17 +29,20 @@ The protocol pipeline stays as published: neither measure applies to it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 from guiderag.retrieval.result import RetrievalResult
-from guiderag.retrieval.retriever import Slots
-from guiderag.settings import PROTOCOL, Settings
+from guiderag.retrieval.retriever import result_slots as query_slots
+from guiderag.settings import COVERAGE_MODEL as COVERAGE_MODEL_DECISION
+from guiderag.settings import OURS, PROTOCOL, Settings
 
 from .answer_type import missing_figure_of_masks
+from .coverage_decision import CoverageDecision, CoverageVerdict
 from .extract import line_coverage
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
+    from guiderag.store import Store
 
 Analyze = Callable[[str], list[str]]
 
@@ -42,10 +50,12 @@ Analyze = Callable[[str], list[str]]
 THRESHOLD = "threshold"  # no passage cleared the retrieval threshold
 LINE_COVERAGE = "line_coverage"  # no reference line speaks to enough of the question
 ASKED_FIGURE = "asked_figure"  # the question asks for a figure no reference line gives
+COVERAGE_MODEL = "coverage_model"  # P(governed) below the coverage model's operating point
 REASONS = {
     THRESHOLD: "nothing in the guideline cleared the retrieval threshold",
     LINE_COVERAGE: "no reference line speaks to enough of the question (evidence gate)",
     ASKED_FIGURE: "the question asks for a figure no reference line gives",
+    COVERAGE_MODEL: "the coverage model refused it (P(governed) below its operating point)",
 }
 
 
@@ -70,17 +80,23 @@ class Verdict:
 
     covered: bool
     measures: Measures
-    refused_by: str | None = None  # THRESHOLD | LINE_COVERAGE | ASKED_FIGURE; None when covered
+    refused_by: str | None = None  # THRESHOLD | LINE_COVERAGE | ASKED_FIGURE | COVERAGE_MODEL; None when covered
     min_line_coverage: float | None = None  # the cut the line coverage was held to
+    coverage: CoverageVerdict | None = None  # the coverage model's verdict, when it decided
 
     @property
     def reason(self) -> str:
         """Why the question is refused, in words ("" when covered)."""
+        if self.refused_by == COVERAGE_MODEL and self.coverage is not None:
+            return (f"the coverage model refused it (P(governed) {self.coverage.probability:.3f} below "
+                    f"{self.coverage.operating_point:.3f})")
         return REASONS.get(self.refused_by or "", "")
 
     def retrieval_json(self, result: RetrievalResult) -> dict[str, Any]:
         """The answer's `retrieval` object: the result's, with what the gate measured."""
         data = result.to_json()
+        if self.coverage is not None:
+            data["coverage_model"] = self.coverage.to_json()
         coverage = self.measures.line_coverage
         if coverage is not None:
             data["line_coverage"] = round(coverage, 4)
@@ -118,33 +134,47 @@ class ThresholdRules:
         return Verdict(covered=refused is None, measures=measures, refused_by=refused, min_line_coverage=cut)
 
 
-def query_slots(retriever: Retriever, question: str, result: RetrievalResult) -> list[Slots]:
-    """The query's slots for `result`: the ones its search built (RetrievalResult.slots),
-    else the retriever's for the question and the result's keywords."""
-    if result.slots is not None and result.question == question:
-        return result.slots
-    return retriever.query_slots(question, result.keywords)
-
-
 class EvidenceGate:
     """The gate of one guideline: its retriever's view of the question, measured, then
-    decided (ThresholdRules unless another Decision is given). Thread-safe: a Library
-    keeps one per guideline for every ask and routing. It reads the reference lines'
-    analyses stored with the index (`lines`, retrieval.lines: the protocol pipeline's are
-    computed and cached)."""
+    decided (the coverage model, or ThresholdRules under the rules, unless another
+    Decision is given). Thread-safe: a Library keeps one per guideline for every ask and
+    routing. It reads the reference lines' analyses stored with the index (`lines`,
+    retrieval.lines: the protocol pipeline's are computed and cached)."""
 
     def __init__(self, settings: Settings, retriever: Retriever, *, decision: Decision | None = None) -> None:
         self.settings = settings
         self.retriever = retriever
         self.decision: Decision = decision or ThresholdRules(settings)
+        # a Decision given decides; else the coverage model does (settings.coverage_decision)
+        self._coverage_model = decision is None and settings.coverage_decision == COVERAGE_MODEL_DECISION
         self.analyze: Analyze = retriever.analyze  # a text's terms as the retriever sees them
         self.lines = retriever.line_analyses
 
-    def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True) -> Verdict:
-        """The verdict on `result` for `question`. asked_figure=False leaves the asked-figure
-        rule out (neither measured nor decided): what routing and the choice between model
-        keywords and the question's own ask today, the threshold and line coverage only."""
+    def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True,
+              store: Store | None = None, keywords: Sequence[str] = ()) -> Verdict:
+        """The verdict on `result` for `question`. With settings.coverage_decision = model
+        (the ours pipeline) the coverage model decides, with the guideline's calibration
+        read from `store`; a model's `keywords` may only raise its P. Under the rules,
+        asked_figure=False leaves the asked-figure rule out (neither measured nor decided):
+        what routing and the choice between model keywords and the question's own ask, the
+        threshold and line coverage only."""
+        if self._coverage_model and result.pipeline == OURS:
+            return self._model_verdict(question, result, store, keywords)
         return self.decision.decide(self.measure(question, result, asked_figure=asked_figure))
+
+    def _model_verdict(self, question: str, result: RetrievalResult, store: Store | None,
+                       keywords: Sequence[str]) -> Verdict:
+        from guiderag.retrieval.pipeline_ours import OursRetriever
+
+        retriever = cast(OursRetriever, self.retriever)  # the ours pipeline (or a proxy of it, in tests)
+        decision = CoverageDecision.for_retriever(retriever, store)  # the calibration as it is now
+        cut = self.settings.coverage_operating_point
+        coverage = decision.judge(question, result, retriever, self.analyze, None if cut < 0 else cut,
+                                  keywords=keywords, lines=self.lines)
+        measures = Measures(pipeline=result.pipeline, over_threshold=result.governed,
+                            top_score=float(result.top_score), line_coverage=None, asked_figure_missing=None)
+        return Verdict(covered=coverage.covered, measures=measures,
+                       refused_by=None if coverage.covered else COVERAGE_MODEL, coverage=coverage)
 
     def measure(self, question: str, result: RetrievalResult, *, asked_figure: bool = True) -> Measures:
         """What `result` holds for `question` (see Measures for the ones that do not apply)."""

@@ -141,11 +141,13 @@ class Library:
 
     def evidence(self, gid: str, question: str) -> rt.Evidence:
         """One guideline's retrieval evidence for a question (offline keywords), judged by
-        that guideline's own evidence gate as far as the threshold and the line coverage
-        go (chatbot.gate: the asked-figure rule is the answer's alone)."""
+        that guideline's own evidence gate: its coverage model (its calibration, read from
+        the store now), or under the rules as far as the threshold and the line coverage go
+        (chatbot.gate: the asked-figure rule is the answer's alone)."""
         result = self.retriever(gid).search(question, None)
-        verdict = self.gate(gid).judge(question, result, asked_figure=False)
-        return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered)
+        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=self.store)
+        p = verdict.coverage.probability if verdict.coverage is not None else None
+        return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered, p)
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is

@@ -29,7 +29,7 @@ from .llm import LLMClient
 from .record import AskRecord
 from .shown import Pick, layout, render
 
-from .gate import query_slots
+from guiderag.retrieval.retriever import result_slots as query_slots
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever

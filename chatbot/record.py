@@ -18,6 +18,7 @@ from guiderag.settings import MODEL_MODES
 
 from . import generate as gen
 from .answer import NOT_ASKED
+from .coverage_decision import CoverageVerdict
 from .llm import Completion, LLMClient, Progress
 
 
@@ -30,6 +31,10 @@ class AskRecord:
     keywords: list[str] = field(default_factory=list)
     result: RetrievalResult | None = None
     keywords_model: str | None = None
+    # the model's keywords, when the answer's retrieval used them (they may only raise the
+    # coverage model's P), and the coverage model's verdict on that retrieval
+    model_keywords: list[str] = field(default_factory=list)
+    coverage: CoverageVerdict | None = None
     model_use: dict[str, dict[str, Any]] = field(default_factory=dict)
     replies: dict[str, str] = field(default_factory=dict)  # raw, by role: audit only
     timing: dict[str, dict[str, Any]] = field(default_factory=dict)

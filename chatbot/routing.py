@@ -5,10 +5,11 @@ asked of the lung guidebook), a question is first matched to the one guideline t
 governs it, then answered from that guideline only (chatbot.library).
 
 - offline, from retrieval evidence: each guideline's retriever is searched with the
-  question, and its evidence gate measured as the chatbot measures it (a passage over the
-  threshold, and one line covering enough of the question). Among the guidelines that
-  govern the question, the one whose best passage scores highest is chosen; when none
-  governs, the best-scoring one is read anyway, so the refusal comes from the same gate
+  question, and its coverage decision taken as the chatbot takes it (the coverage model's
+  P(governed), chatbot.coverage_decision; under the rules, a passage over the threshold
+  and one line covering enough of the question). Among the guidelines that govern the
+  question, the one with the highest P (then the best passage) is chosen; when none
+  governs, the best one is read anyway, so the refusal comes from the same gate
   as with one guideline. The `ours` scores are shares of the question's IDF mass each
   corpus holds, so a question naming what one guideline never mentions (胃, 胸腺) scores
   low against it.
@@ -45,15 +46,19 @@ class Evidence:
     guideline: str
     top_score: float
     line_coverage: float | None  # the evidence gate's measure; None when the gate is off
-    governed: bool  # a passage cleared the threshold and the gate
+    governed: bool  # the coverage model's verdict (or: a passage cleared the threshold and the gate)
+    probability: float | None = None  # the coverage model's P(governed); None under the rules
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.guideline,
             "top_score": round(float(self.top_score), 4),
             "line_coverage": None if self.line_coverage is None else round(float(self.line_coverage), 4),
             "governed": self.governed,
         }
+        if self.probability is not None:
+            out["coverage_probability"] = round(float(self.probability), 4)
+        return out
 
 
 @dataclass
@@ -85,7 +90,8 @@ def offline_choice(evidence: Sequence[Evidence]) -> tuple[str, bool]:
     else the best-scoring one; ties go to the better line coverage, then to list order."""
     governing = [e for e in evidence if e.governed]
     pool = governing or list(evidence)
-    best = max(enumerate(pool), key=lambda ie: (ie[1].top_score, ie[1].line_coverage or 0.0, -ie[0]))[1]
+    best = max(enumerate(pool), key=lambda ie: (ie[1].probability if ie[1].probability is not None else 0.0,
+                                                 ie[1].top_score, ie[1].line_coverage or 0.0, -ie[0]))[1]
     return best.guideline, bool(governing)
 
 

@@ -79,7 +79,7 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-SUITES = ("jsquad", "patient", "pdf", "all")
+SUITES = ("jsquad", "patient", "pdf", "all", "coverage")
 
 
 def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
@@ -90,6 +90,15 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
     if suite not in SUITES:
         raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
     workdir = args.workdir
+    if suite == "coverage":  # not in "all": it measures every labelled site and fits the model
+        from . import coverage_bench
+        from .workdir import workdir_for
+
+        with workdir_for(workdir, "guiderag-coverage-") as (work, _):
+            text = coverage_bench.run(settings, workdir=work, write_model=getattr(args, "write_model", None),
+                                      with_ablation=not getattr(args, "no_ablation", False))
+        print(text)
+        return 0
     out: dict[str, Any] = {}
     texts: list[str] = []
     if suite in ("jsquad", "all"):
@@ -148,4 +157,87 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
                     else next(iter(out.values())))
     else:
         print("\n\n".join(texts))
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    """Fit the guideline's coverage decision to a labelled workbook and store it (eval.calibrate),
+    or with --reset go back to the shipped model."""
+    import time
+
+    from guiderag.store import Store, calibration
+
+    as_json = bool(getattr(args, "json", False))
+    if getattr(args, "reset", False):
+        if args.questions is not None or args.out is not None:
+            raise InputError("--reset takes no workbook and no --out: it deletes the guideline's calibration")
+        with Store(settings.store, create=False) as store:
+            gid = store.resolve_guideline(settings.guideline)
+            removed = calibration.remove(store, gid)
+        message = (f"guideline {gid}: calibration removed; the shipped coverage model applies again" if removed
+                   else f"guideline {gid} had no calibration: the shipped coverage model applies")
+        if as_json:
+            _print_json({"guideline": gid, "reset": True, "removed": removed})
+        print(message, file=sys.stderr)
+        return 0
+    if args.questions is None:
+        raise InputError("give a labelled question workbook: guiderag calibrate QUESTIONS.xlsx (or --reset)")
+    if args.out is not None and args.out.suffix.lower() != ".xlsx":
+        raise InputError(f"--out must name an .xlsx workbook (the PNG goes beside it), not {args.out}")
+    from guiderag import retrieval
+    from guiderag.chatbot.coverage_decision import CoverageDecision
+    from guiderag.retrieval.pipeline_ours import OursRetriever
+
+    from . import calibrate as cal
+    from .coverage_data import collect_questions
+    from .coverage_sites import Labelled
+    from .workbook import IN_SCOPE, read_questions
+
+    questions = read_questions(args.questions, require_id=False)
+    labelled = [Labelled(q, q.category or ("in scope" if q.kind == IN_SCOPE else "out of scope")) for q in questions]
+    n_in = sum(1 for q in labelled if q.in_scope)
+    cal.check_set([{"in_scope": q.in_scope} for q in labelled])  # refuse before any work
+    target = float(args.target_refusal)
+    with Store(settings.store, create=False) as store:
+        gid = store.resolve_guideline(settings.guideline)
+        scope = settings.guideline_scope(gid)
+        retriever = retrieval.load_retriever(settings, scope)
+        if not isinstance(retriever, OursRetriever):
+            raise InputError("calibrate fits the coverage model of the ours pipeline; the protocol pipeline keeps "
+                             "its published threshold (use --pipeline ours)")
+        corpus = retriever.corpus_version
+        decision = CoverageDecision.for_retriever(retriever)  # the shipped model of the guideline's form
+        started = time.monotonic()
+        records = collect_questions(retriever, labelled, settings, gid)
+        fit = cal.fit(records, decision.model, target)
+        model = fit.model.with_operating_point(fit.model.operating_point, target, form=decision.form,
+                                               fitted_on=str(args.questions.name), refit=fit.refit)
+        rows = cal.curve(records, fit.probabilities, cal.cuts_with(model.operating_point))
+        at_point = next(r for r in rows if r["operating_point"] == model.operating_point)
+        gold_set = any(q.question.golds for q in labelled)
+        summary = {"workbook": str(args.questions), "counts": fit.counts, "refit": fit.refit, "why": fit.why,
+                   "target_refusal": target, "form": decision.form, "shipped_operating_point":
+                   decision.model.operating_point, "at_operating_point": at_point, "gold_answers": gold_set,
+                   "seconds": round(time.monotonic() - started, 1)}
+        plot = None
+        if args.out is not None:  # the curve first: a failure to write it stores nothing
+            plot = cal.write_curve(args.out, rows, records, fit.probabilities, model.operating_point,
+                                   {"guideline": gid, "corpus_version": corpus, "refit": fit.refit, "why": fit.why,
+                                    "target_refusal": target, "operating_point": round(model.operating_point, 4),
+                                    "in_scope": n_in, "out_of_scope": len(labelled) - n_in})
+        stored = calibration.save(store, gid, corpus, model.to_json(), summary)
+    if as_json:
+        _print_json({"guideline": gid, "corpus_version": corpus, "fitted_at": stored.fitted_at,
+                     "operating_point": round(model.operating_point, 4), "shipped_operating_point":
+                     round(decision.model.operating_point, 4), "target_refusal": target, "refit": fit.refit,
+                     "why": fit.why, "counts": fit.counts, "at_operating_point": at_point, "curve": rows,
+                     "out": str(args.out) if args.out else None, "plot": str(plot) if plot else None})
+    else:
+        print(f"guideline {gid}: {fit.counts['in_scope']} in-scope and {fit.counts['out_of_scope']} out-of-scope "
+              f"questions; refitted: {fit.refit} ({fit.why})")
+        print(f"operating point {model.operating_point:.3f} (shipped {decision.model.operating_point:.3f}) for "
+              f"out-of-scope refused >= {target}; stored for corpus {corpus[:12]}")
+        print(cal.text(rows, model.operating_point, gold_set))
+        if args.out is not None:
+            print(f"wrote {args.out} and {plot}", file=sys.stderr)
     return 0

@@ -20,7 +20,7 @@ from guiderag.scraper.sample import serve_directory
 
 from . import jsquad
 from .metrics import summarize
-from .patient import CURVE_RUN_GATE, SuiteReport, apply_gate, suite_report
+from .patient import SuiteReport, apply_gate, open_run, operating_point, suite_report
 from .runner import run_questions
 from .workdir import fresh_store, workdir_for
 from .workbook import IN_SCOPE, write_questions
@@ -204,21 +204,24 @@ def run_devbench(
                     retriever = retrieval.load_retriever(ps)
                 out = work / f"results-{pipeline}-{mode}.xlsx"
                 t0 = time.monotonic()
-                # ours: answered with the evidence gate open, so the refusal curve over the
-                # gate is exact (eval.patient); the table applies the configured gate.
-                curve_run = pipeline == OURS and ps.min_line_coverage > 0
-                rs = ps.replace(min_line_coverage=CURVE_RUN_GATE) if curve_run else ps
+                # ours/extract: answered with the decision open (eval.patient.open_run), so the
+                # refusal curve over its cut is exact; the table applies the decision's own cut.
+                # (Model modes are not opened: the open decision would ask the model for every
+                # out-of-scope question.)
+                rs = open_run(ps) if pipeline == OURS and mode == EXTRACT else ps
+                curve_run = rs is not ps
                 outcome = run_questions(
                     rs, chosen, out, mode=mode, retriever=retriever, label=f"{pipeline}/{mode}",
                     extra_meta=[("benchmark", "JSQuAD v1.3 dev site"), ("sample", sampled or "all questions")],
                 )
-                rows = apply_gate(outcome.rows, ps.min_line_coverage) if curve_run else outcome.rows
+                cut = operating_point(outcome.rows, ps) if curve_run else 0.0
+                rows = apply_gate(outcome.rows, cut) if curve_run else outcome.rows
                 values = {k: v["value"] for k, v in summarize(rows).items()}
-                if curve_run and mode == EXTRACT:
+                if curve_run:
                     kinds = {str(r.get("id")): "in scope" if r.get("kind") == IN_SCOPE else "out of scope"
                              for r in outcome.rows}
                     curves.append(suite_report(f"JSQuAD ({pipeline}/{mode})", outcome.rows, kinds,
-                                               ps.min_line_coverage, ps.threshold, (), ()))
+                                               cut, ps.threshold, (), ()))
                 runs.append(BenchRun(pipeline, mode, "ok", metrics=values,
                                      workbook=str(out) if keep else None,
                                      seconds=round(time.monotonic() - t0, 1),

@@ -6,12 +6,13 @@ eval.runner) and scores, per category: answered, right page first and gold strin
 shown answer for in-scope questions (lay, mixed, formal), refused for out-of-scope ones
 (other_disease, not_covered, off_domain).
 
-The refusal curve: questions are answered with the evidence gate wide open
-(min_line_coverage = CURVE_RUN_GATE), recording each answer's line coverage; since the
-gate only decides whether the answer already computed is shown, the outcome at any gate
-value g is exact: answered when retrieval found passages and the coverage is >= g. The
-threshold stays as configured. `curve(...)` gives answered / gold / refused per category
-at each g of a sweep; the row at the configured gate is the table.
+The refusal curve: questions are answered with the decision wide open (open_run: the
+coverage model's operating point 0, recording each answer's P(governed); under the rules
+the evidence gate at CURVE_RUN_GATE, recording each answer's line coverage); since the
+decision only chooses whether the answer already computed is shown, the outcome at any
+cut g is exact: answered when it has an answer and its measure is >= g. `curve(...)`
+gives answered / gold / refused per category at each g of a sweep; the row at the
+decision's own cut (the model's operating point, or min_line_coverage) is the table.
 """
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ IN_CATEGORIES = ("lay", "mixed", "formal")
 OUT_CATEGORIES = ("other_disease", "not_covered", "off_domain")
 # The gate the curve's run answers with: low enough to record every answer's coverage.
 CURVE_RUN_GATE = 1e-6
-# The gate values of the printed curve (min_line_coverage).
+# The gate values of the printed curve (min_line_coverage), and the coverage model's cuts.
 CURVE_GATES = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+MODEL_CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 @dataclass(frozen=True)
@@ -81,19 +83,58 @@ class Outcome:
     verbatim: bool | None
 
 
+def model_decided(rows: Sequence[dict]) -> bool:
+    """Whether the coverage model decided these answers (their JSON records its P)."""
+    return any(((r.get("json") or {}).get("retrieval") or {}).get("coverage_model") for r in rows)
+
+
+def open_run(settings: Any) -> Any:
+    """The settings of the curve's run: everything the decision could answer is answered
+    (the coverage model's operating point 0, or the evidence gate at CURVE_RUN_GATE), its
+    measure recorded, so that the outcome at any cut is exact."""
+    from guiderag.settings import COVERAGE_MODEL, OURS
+
+    if settings.coverage_decision == COVERAGE_MODEL and settings.pipeline == OURS:
+        return settings.replace(coverage_operating_point=0.0)
+    return settings.replace(min_line_coverage=CURVE_RUN_GATE) if settings.min_line_coverage > 0 else settings
+
+
+def operating_point(rows: Sequence[dict], settings: Any) -> float:
+    """Where the decision cuts: the coverage model's own operating point (recorded in the
+    answers of the open run), or settings.min_line_coverage under the rules."""
+    for r in rows:
+        block = ((r.get("json") or {}).get("retrieval") or {}).get("coverage_model")
+        if block:
+            return float(block.get("model_operating_point", block.get("operating_point", 0.0)))
+    return float(settings.min_line_coverage)
+
+
+def _measure(row: dict) -> float | None:
+    """What the curve sweeps for one answer: P(governed), else the line coverage."""
+    data = row.get("json") or {}
+    block = (data.get("retrieval") or {}).get("coverage_model")
+    if block:  # the exact P the decision compared (the answer's field is rounded)
+        p = block.get("probability", data.get("coverage_probability"))
+        return None if p is None else float(p)
+    cov = (data.get("retrieval") or {}).get("line_coverage")
+    return None if cov is None else float(cov)
+
+
 def outcomes(rows: Sequence[dict], categories: dict[str, str]) -> list[Outcome]:
-    """Curve inputs from results rows of a run answered with CURVE_RUN_GATE."""
+    """Curve inputs from results rows of a run answered with open_run's settings."""
     out = []
+    model = model_decided(rows)
     for row in rows:
         retrieval = (row.get("json") or {}).get("retrieval") or {}
-        cov = retrieval.get("line_coverage")
+        cov = _measure(row)
         # refused by the gate's other test (no figure where one is asked): at every gate value
-        retrieved = bool(row.get("governed")) or (cov is not None and not retrieval.get("asked_figure_missing"))
+        retrieved = bool(row.get("governed")) or (not model and cov is not None
+                                                  and not retrieval.get("asked_figure_missing"))
         out.append(Outcome(
             category=categories.get(str(row.get("id")), str(row.get("kind"))),
             in_scope=row.get("kind") == IN_SCOPE,
             retrieved=retrieved,
-            coverage=None if cov is None else float(cov),
+            coverage=cov,
             page_first=bool(row.get("page_first")),
             gold=bool(row.get("gold_hit")),
             verbatim=row.get("verbatim"),
@@ -102,11 +143,12 @@ def outcomes(rows: Sequence[dict], categories: dict[str, str]) -> list[Outcome]:
 
 
 def apply_gate(rows: Sequence[dict], gate: float) -> list[dict]:
-    """Rows of a run answered with CURVE_RUN_GATE as the configured gate would have left
-    them: an answer whose line coverage is below `gate` becomes a refusal (a miss)."""
+    """Rows of an open run (open_run) as the configured decision would have left them: an
+    answer whose P(governed) (or, under the rules, line coverage) is below `gate` becomes a
+    refusal (a miss)."""
     out = []
     for row in rows:
-        cov = ((row.get("json") or {}).get("retrieval") or {}).get("line_coverage")
+        cov = _measure(row)
         if row.get("governed") and cov is not None and float(cov) < gate - 1e-12:
             row = dict(row, governed=False, refused=True, verbatim=None, answer_chars=None)
             if "gold_hit" in row:
@@ -177,6 +219,7 @@ class SuiteReport:
     table: dict[str, CategoryScore]
     points: list[tuple[float, dict[str, CategoryScore]]]
     notes: list[str] = field(default_factory=list)
+    model: bool = False  # the coverage model decided (gate: its operating point), else the rules
 
     def to_json(self) -> dict[str, Any]:
         def cat(c: CategoryScore) -> dict[str, Any]:
@@ -184,16 +227,20 @@ class SuiteReport:
                     "gold_in_answer": round(c.gold, 4), "refused": round(c.refused, 4),
                     "verbatim": round(c.verbatim_ok / c.verbatim_n, 4) if c.verbatim_n else None}
         return {
-            "suite": self.name, "min_line_coverage": self.gate, "threshold": self.threshold,
+            "suite": self.name, "decision": "model" if self.model else "rules",
+            ("operating_point" if self.model else "min_line_coverage"): self.gate, "threshold": self.threshold,
             "table": {k: cat(v) for k, v in self.table.items()},
-            "curve": [{"min_line_coverage": g, **{k: cat(v) for k, v in t.items()}} for g, t in self.points],
+            "curve": [{("operating_point" if self.model else "min_line_coverage"): g, **{k: cat(v) for k, v in t.items()}}
+                      for g, t in self.points],
             "notes": list(self.notes),
         }
 
     def text(self) -> str:
         ins = [*self.in_categories, "in scope"]
         outs = [*self.out_categories, "out of scope"]
-        lines = [f"{self.name}: extract, threshold {self.threshold}, min_line_coverage {self.gate}", ""]
+        decided = (f"coverage model, operating point {self.gate:.3f}" if self.model else
+                   f"threshold {self.threshold}, min_line_coverage {self.gate}")
+        lines = [f"{self.name}: extract, {decided}", ""]
         lines.append(f"{'':16}{'n':>5}{'answered':>10}{'page first':>12}{'gold shown':>12}{'refused':>9}{'verbatim':>10}")
         for name in [*ins, *outs]:
             c = self.table.get(name)
@@ -204,9 +251,10 @@ class SuiteReport:
                 lines.append(f"{name:16}{c.n:>5}{c.answered:>10.3f}{c.page_first:>12.3f}{c.gold:>12.3f}{'':>9}{verb:>10}")
             else:
                 lines.append(f"{name:16}{c.n:>5}{'':>10}{'':>12}{'':>12}{c.refused:>9.3f}{verb:>10}")
-        lines += ["", "refusal curve (min_line_coverage swept; threshold fixed): in scope answered / gold shown, "
-                  "out of scope refused"]
-        head = f"{'gate':>6}" + "".join(f"{n[:12]:>14}" for n in ins) + "".join(f"{n[:12]:>14}" for n in outs)
+        swept = ("the coverage model's operating point swept (refused below P(governed))" if self.model else
+                 "min_line_coverage swept; threshold fixed")
+        lines += ["", f"refusal curve ({swept}): in scope answered / gold shown, out of scope refused"]
+        head = f"{'cut' if self.model else 'gate':>6}" + "".join(f"{n[:12]:>14}" for n in ins) + "".join(f"{n[:12]:>14}" for n in outs)
         lines.append(head)
         for g, t in self.points:
             cells = [f"{g:>6.2f}"]
@@ -223,12 +271,15 @@ class SuiteReport:
 
 def suite_report(name: str, rows: Sequence[dict], categories: dict[str, str], gate: float, threshold: float,
                  in_categories: Sequence[str], out_categories: Sequence[str],
-                 gates: Sequence[float] = CURVE_GATES) -> SuiteReport:
+                 gates: Sequence[float] | None = None) -> SuiteReport:
+    """`gate`: where the decision cuts (the coverage model's operating point, or
+    min_line_coverage under the rules); the curve sweeps the same measure."""
     items = outcomes(rows, categories)
     order = [*in_categories, "in scope", *out_categories, "out of scope"]
-    sweep = sorted({*gates, gate})
+    model = model_decided(rows)
+    sweep = sorted({*(gates if gates is not None else MODEL_CUTS if model else CURVE_GATES), gate})
     return SuiteReport(name, gate, threshold, in_categories, out_categories,
-                       score_at(items, gate, order), curve(items, sweep, order))
+                       score_at(items, gate, order), curve(items, sweep, order), model=model)
 
 
 def spread(questions: Sequence[PatientQuestion], limit: int | None) -> list[PatientQuestion]:
@@ -266,12 +317,12 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
         stored = len(report.summary.added)
         log(f"devbench patient: {len(questions)} questions; the scraper stored {stored} pages")
         retrieval.build_index(base)
-        run = base.replace(min_line_coverage=CURVE_RUN_GATE)
+        run = open_run(base)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-patient.xlsx" if keep else None,
                                 mode="extract", retriever=retrieval.load_retriever(run), label="patient")
         categories = {p.question.id: p.category for p in questions}
-        rep = suite_report("patient-gastric", outcome.rows, categories, settings.min_line_coverage,
+        rep = suite_report("patient-gastric", outcome.rows, categories, operating_point(outcome.rows, settings),
                            settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)
         rep.notes.append(f"site: {path / 'site'}; {stored} pages stored by the scraper")
         if keep:

@@ -136,6 +136,8 @@ def score(
         "gold_answers": question.gold_answers or None,
         "answer": answer.answer,
         "coverage": answer.coverage,
+        "coverage_probability": data.get("coverage_probability"),
+        "coverage_reasons": "\n".join(data.get("coverage_reasons") or []) or None,
         "keywords": " / ".join(answer.keywords),
         "candidates": "\n".join(f"{s:.4f} {u}" for u, s in candidates),
         "top_url": candidates[0][0] if candidates else None,

@@ -56,6 +56,7 @@ _HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "reference_answer": ("reference answer", "reference", "模範解答", "参照回答"),
     "gold_url": ("gold url", "url", "正解url"),
     "gold_answers": ("gold answers", "正解"),
+    "category": ("category", "カテゴリ", "カテゴリー", "分類"),
 }
 REQUIRED = ("id", "question", "kind")
 
@@ -70,6 +71,7 @@ class Question:
     reference_answer: str | None = None
     gold_url: str | None = None
     gold_answers: list[str] = field(default_factory=list)
+    category: str = ""  # optional: what kind of question (lay, other_disease, ...), for per-category scores
 
     @property
     def golds(self) -> list[str]:
@@ -124,8 +126,10 @@ def _load(path: Path, *, read_only: bool) -> Any:
         ) from exc
 
 
-def read_questions(path: Path, *, warn: Any = None) -> list[Question]:
-    """Read a question workbook; raise WorkbookError with a row number on bad input."""
+def read_questions(path: Path, *, warn: Any = None, require_id: bool = True) -> list[Question]:
+    """Read a question workbook; raise WorkbookError with a row number on bad input.
+    Without `require_id` (calibrate) the id column may be left out: a row is then named by
+    its number."""
     warn = warn or (lambda msg: print(f"guiderag: warning: {msg}", file=sys.stderr))
     wb = _load(path, read_only=True)
     try:
@@ -142,7 +146,7 @@ def read_questions(path: Path, *, warn: Any = None) -> list[Question]:
         key = _header_key(value)
         if key and key not in columns:
             columns[key] = j
-    missing = [c for c in REQUIRED if c not in columns]
+    missing = [c for c in REQUIRED if c not in columns and (require_id or c != "id")]
     if missing:
         found = ", ".join(_cell_text(v) for v in header if _cell_text(v)) or "none"
         raise WorkbookError(
@@ -163,6 +167,8 @@ def read_questions(path: Path, *, warn: Any = None) -> list[Question]:
             blank_rows.append(i)
             continue
         qid, text, kind_raw = get(row, "id"), get(row, "question"), get(row, "kind")
+        if not qid and not require_id:
+            qid = f"row {i}"
         empty = [name for name, v in (("id", qid), ("question", text), ("kind", kind_raw)) if not v]
         if empty:
             raise WorkbookError(f"{path}: row {i} has an empty {', '.join(empty)}: fill it in or delete the row")
@@ -180,6 +186,7 @@ def read_questions(path: Path, *, warn: Any = None) -> list[Question]:
                 reference_answer=get(row, "reference_answer") or None,
                 gold_url=get(row, "gold_url") or None,
                 gold_answers=_parse_list(get(row, "gold_answers")),
+                category=get(row, "category"),
             )
         )
     if not questions:
@@ -234,6 +241,8 @@ RESULT_COLUMNS: list[tuple[str, int, str]] = [
     ("completeness", 16, "review"),
     ("reviewer_note", 24, "review"),
     ("coverage", 13, "text"),
+    ("coverage_probability", 10, "float"),
+    ("coverage_reasons", 40, "text"),
     ("reference_answer", 24, "text"),
     ("gold_url", 30, "text"),
     ("keywords", 20, "text"),

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gaps": ("guiderag.chatbot.commands", "run_gaps"),
     "eval": ("guiderag.eval.commands", "run_eval"),
     "devbench": ("guiderag.eval.commands", "run_devbench"),
+    "calibrate": ("guiderag.eval.commands", "run_calibrate"),
     "chat": ("guiderag.commands", "run_chat"),
     "guidelines": ("guiderag.commands", "run_guidelines"),
     "check": ("guiderag.scraper.commands", "run_check"),
@@ -147,12 +148,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
-    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "all"), default="all",
+    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "all", "coverage"), default="all",
                    help="which benchmark: JSQuAD, the patient-worded gastric set, its PDF edition "
-                        "(beside the HTML one), or all (default)")
+                        "(beside the HTML one), or all (default); coverage: the coverage model's "
+                        "leave-one-site-out, shipped and ablation tables over every labelled site")
+    p.add_argument("--write-model", type=Path, help="coverage suite: write the shipped models (JSON) here, "
+                   "e.g. data/coverage_model.json")
+    p.add_argument("--no-ablation", action="store_true", help="coverage suite: skip the ablation table")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
     p.add_argument("--pdf-dir", type=Path, help="PDF benchmark folder (default: ../shared/bench/pdf-gastric)")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("calibrate", parents=[common], help="fit a guideline's coverage decision (when to refuse) "
+                       "to labelled questions, store it, print the answered/refused curve")
+    p.add_argument("questions", type=Path, nargs="?", help="QUESTIONS.xlsx: question, kind (in_scope / "
+                   "out_of_scope), optional category, id, gold_answers")
+    p.add_argument("--guideline", metavar="ID", help="the guideline to calibrate (default: the store's only one)")
+    p.add_argument("--target-refusal", type=float, default=0.95,
+                   help="the share of out-of-scope questions to refuse (default 0.95)")
+    p.add_argument("--out", type=Path, help="CURVE.xlsx to write (and CURVE.png beside it)")
+    p.add_argument("--json", action="store_true", help="print the fit and the curve as JSON on stdout")
+    p.add_argument("--reset", action="store_true", help="delete the guideline's calibration: the shipped model "
+                   "applies again")
 
     p = sub.add_parser("serve", parents=[common], help="the HTTP API (POST /v1/ask, GET /v1/pages, /healthz, /readyz)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

@@ -90,8 +90,20 @@ def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list
                 "last_run": ({"id": latest["id"], "status": latest["status"], "message": latest["message"]}
                              if latest is not None else None),
                 "check": _check_of(settings.guideline_scope(g.id), ok),
+                "calibration": calibration_of(store, g.id),
             })
     return rows
+
+
+def calibration_of(store: Any, gid: str) -> dict[str, Any] | None:
+    """The guideline's coverage calibration (`guiderag calibrate`), with `stale`: True once
+    its corpus has changed since the fit (None: the shipped coverage model applies)."""
+    from .store import calibration
+
+    cal = calibration.load(store, gid)
+    if cal is None:
+        return None
+    return {**cal.to_json(), "stale": cal.stale(store.corpus_version(gid))}
 
 
 def _check_of(guideline: GuidelineScope, ok: dict | None) -> dict[str, Any] | None:
@@ -119,8 +131,12 @@ def run_guidelines(args: argparse.Namespace, settings: Settings) -> int:
     for r in rows:
         check = r["check"]
         checked = f"\tcheck {check['status']} {check['checked_at']}" if check else ""
+        cal = r["calibration"]
+        calibrated = "" if cal is None else (
+            f"\tcalibration STALE (fitted {cal['fitted_at']} on an earlier corpus: run `guiderag calibrate` again)"
+            if cal["stale"] else f"\tcalibrated {cal['fitted_at']}")
         print(f"{r['id']}\t{r['title'] or '-'}\t{r['toc_url'] or '-'}\t{r['pages']} pages\t"
-              f"last scrape {r['last_scrape'] or '-'}\t{r['status']}{checked}")
+              f"last scrape {r['last_scrape'] or '-'}\t{r['status']}{checked}{calibrated}")
     print(f"{len(rows)} guidelines", file=sys.stderr)
     return 0
 

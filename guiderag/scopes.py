@@ -29,6 +29,9 @@ MODES = (EXTRACT, LINES, GENERATE)
 MODEL_MODES = (LINES, GENERATE)
 OURS, PROTOCOL = "ours", "protocol"
 PIPELINES = (OURS, PROTOCOL)
+# Who decides whether a guideline governs a question (settings.coverage_decision).
+COVERAGE_MODEL, COVERAGE_RULES = "model", "rules"
+COVERAGE_DECISIONS = (COVERAGE_MODEL, COVERAGE_RULES)
 
 DEFAULT_REFUSAL = (
     "申し訳ありません。このご質問に答えられる内容は、このガイドラインには書かれていません。"
@@ -206,6 +209,12 @@ class RetrievalConfig:
     qa_threshold_exponent: float = setting(
         1.14, "a Q&A page's passage clears threshold ** this (0.2 -> 0.16); 1: the threshold of every page",
         check=at_least(1))
+    # Issue 20: the coverage model measures questions below the threshold too (it decides
+    # whether the guideline governs them); the reference of such a question is the passages
+    # over this floor. 0.01 keeps every passage sharing a word with the question.
+    reference_floor: float = setting(
+        0.01, "none clearing the threshold, the passages scoring at least this are the reference the coverage "
+        "model weighs (0: none, a refusal at once)", check=between(0, 1))
     max_candidates: int = setting(100, "at most this many candidate pages listed in an answer's retrieval "
                                   "(the best ones; the total is kept)", check=at_least(1))
     index_workers: int = setting(2, "processes analysing a large corpus when building an index (0 or 1: this "
@@ -223,6 +232,18 @@ class AnswerConfig:
                                       "and says so", check=at_least(1))
     refusal_message: str = setting(DEFAULT_REFUSAL, "the answer when the guideline does not cover the question")
     escalation_text: str = setting(DEFAULT_ESCALATION, "where to ask instead, shown with a refusal")
+    # Issue 20: the coverage model (data/coverage_model.json, or the guideline's own from
+    # `guiderag calibrate`) decides; "rules" is the decision before it: the threshold,
+    # min_line_coverage and require_asked_figure below.
+    coverage_decision: str = setting(
+        COVERAGE_MODEL, "who decides whether the guideline governs a question: model (the coverage model) or rules "
+        "(the threshold, min_line_coverage, require_asked_figure)",
+        check=one_of(COVERAGE_DECISIONS))
+    # For evaluation sweeps (devbench's refusal curves answer with 0 and cut afterwards).
+    coverage_operating_point: float = setting(
+        -1.0, "refuse below this P(governed) instead of the coverage model's own operating point (shipped or "
+        "calibrated); -1: its own", check=Check(lambda v: v == -1.0 or 0.0 <= v <= 1.0,
+                                                        "-1, or a probability between 0 and 1"))
     # 0.5 measured (issue 11, devbench curves): on JSQuAD 0.45 refused 0.919 of out-of-scope
     # questions, 0.5 0.925 with gold in the answer 0.947; the patient set's in-scope
     # answers hardly move between them (the threshold, not the gate, refuses most).

@@ -21,7 +21,8 @@ from .errors import InputError
 from .guideline import (AUTO_GUIDELINE, DEFAULT_GUIDELINE, GUIDELINE_ID, RESERVED_GUIDELINE_IDS, GuidelineScope,
                         check_guideline_id)
 from .registry import DEFAULT, ENVIRONMENT, FLAG, Setting, settings_of
-from .scopes import (DEFAULT_ESCALATION, DEFAULT_REFUSAL, EXTRACT, GENERATE, LINES, MODEL_MODES, MODES, OURS,
+from .scopes import (COVERAGE_DECISIONS, COVERAGE_MODEL, COVERAGE_RULES, DEFAULT_ESCALATION, DEFAULT_REFUSAL, EXTRACT,
+                     GENERATE, LINES, MODEL_MODES, MODES, OURS,
                      PIPELINES, PROTOCOL, SCOPES, AnswerConfig, ApiConfig, ChatConfig, CliConfig, EvalConfig,
                      ModelConfig, RetrievalConfig, ScraperConfig, StoreConfig)
 
@@ -118,6 +119,7 @@ class Settings:
     compound_parts_weight = _flat(lambda s: s.retrieval.compound_parts_weight)
     qa_page_weight = _flat(lambda s: s.retrieval.qa_page_weight)
     qa_threshold_exponent = _flat(lambda s: s.retrieval.qa_threshold_exponent)
+    reference_floor = _flat(lambda s: s.retrieval.reference_floor)
     max_candidates = _flat(lambda s: s.retrieval.max_candidates)
     index_workers = _flat(lambda s: s.retrieval.index_workers)
     mode = _flat(lambda s: s.answer.mode)
@@ -125,6 +127,8 @@ class Settings:
     max_question_chars = _flat(lambda s: s.answer.max_question_chars)
     refusal_message = _flat(lambda s: s.answer.refusal_message)
     escalation_text = _flat(lambda s: s.answer.escalation_text)
+    coverage_decision = _flat(lambda s: s.answer.coverage_decision)
+    coverage_operating_point = _flat(lambda s: s.answer.coverage_operating_point)
     min_line_coverage = _flat(lambda s: s.answer.min_line_coverage)
     require_asked_figure = _flat(lambda s: s.answer.require_asked_figure)
     question_capped_message = _flat(lambda s: s.answer.question_capped_message)
@@ -341,7 +345,7 @@ def _setting(name: str) -> Setting:
 
 
 __all__ = [
-    "AUTO_GUIDELINE", "BY_NAME", "CODE", "DEFAULT", "DEFAULT_ESCALATION", "DEFAULT_GUIDELINE", "DEFAULT_REFUSAL",
+    "AUTO_GUIDELINE", "BY_NAME", "CODE", "COVERAGE_DECISIONS", "COVERAGE_MODEL", "COVERAGE_RULES", "DEFAULT", "DEFAULT_ESCALATION", "DEFAULT_GUIDELINE", "DEFAULT_REFUSAL",
     "ENVIRONMENT", "EXTRACT", "FLAG", "GENERATE", "GUIDELINE_ID", "LINES", "MODEL_MODES", "MODES", "OURS",
     "PIPELINES", "PROTOCOL", "REGISTRY", "RETIRED", "describe", "ignored_variables", "reference_markdown", "RESERVED_GUIDELINE_IDS", "AnswerConfig", "ApiConfig", "ChatConfig",
     "CliConfig", "EvalConfig", "GuidelineScope", "ModelConfig", "RetrievalConfig", "ScraperConfig", "Settings",

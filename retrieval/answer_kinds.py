@@ -1,5 +1,6 @@
 """What kind of answer a line gives: a time, a duration, an interval, an amount, a
-permission or an instruction (chatbot.answer_type asks which kind a question wants).
+permission or an instruction (chatbot.answer_type asks which kind a question wants), and
+whether it gives odds (chatbot.coverage_features).
 
 Read on NFKC text. A property of a line's text alone, so the index computes it for every
 line once (retrieval.lines stores it as a bit mask, `gives_mask`), and the answer stage
@@ -13,6 +14,9 @@ import unicodedata
 from typing import Iterable
 
 WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH, CAN_I, WHAT_TO_DO = "when", "how long", "how often", "how much", "can I", "what to do"
+# Odds (a percentage, 何割, 10人に1人): no kind a question asks for by its wording
+# (chatbot.answer_type), a fact of a page the coverage decision weighs (chatbot.coverage_features).
+ODDS = "odds"
 
 NUM = r"[0-9０-９〇一二三四五六七八九十数]+"
 TIME_UNIT = r"(?:日|週間?|か月|ヶ月|カ月|箇月|年|時間|分|歳)"
@@ -25,6 +29,7 @@ GIVES: dict[str, re.Pattern[str]] = {
     HOW_MUCH: re.compile(rf"{NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外|無料|無償|かかりません"),
     CAN_I: re.compile(r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫"),
     WHAT_TO_DO: re.compile(r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談"),
+    ODDS: re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人"),
 }
 BITS: dict[str, int] = {kind: 1 << i for i, kind in enumerate(GIVES)}
 

@@ -170,8 +170,10 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     span_counts: list[int] = []
     analysis = w.analyzer.page_analysis
     nfkc = unicodedata.normalize
+    titles: list[int] = []  # each page's title's text number
     for title, lines in jobs:
         base = len(t_ends)  # the title's text number; line k is text base + k
+        titles.append(base)
         for text in (title, *lines):
             normal = nfkc("NFKC", text)
             a, seen = analysis(normal)
@@ -214,8 +216,16 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     for i, c in enumerate(contexts):
         if c:
             context[i, : len(c)] = c
+    # each title's index terms (its analysis as the index made it: retrieval.evidence reads
+    # them), distinct, in the worker's term ids
+    title_ids: list[np.ndarray] = []
+    for base in titles:
+        start = t_ends[base - 1] if base else 0
+        title_ids.append(np.unique(tflat[start:t_ends[base]]))
+    title_counts = np.asarray([len(t) for t in title_ids], dtype=np.int64)
+    title_flat = np.concatenate(title_ids) if title_ids else np.empty(0, np.int64)
     texts = (lflat, np.asarray(l_counts, dtype=np.int64), bytes(gives), context,
-             np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats))
+             np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
@@ -334,9 +344,13 @@ class _LineParts:
         self.context: list[np.ndarray] = []
         self.flat_lens: list[np.ndarray] = []
         self.flats: list[str] = []
+        self.title_ids: list[np.ndarray] = []  # global term ids
+        self.title_counts: list[np.ndarray] = []
 
-    def add(self, idmap: _IdMap, texts: tuple) -> None:
-        ids, counts, gives, context, flat_lens, flat = texts
+    def add(self, idmap: _IdMap, term_map: _IdMap, texts: tuple) -> None:
+        ids, counts, gives, context, flat_lens, flat, title_ids, title_counts = texts
+        self.title_ids.append(term_map.ids[title_ids] if len(title_ids) else np.empty(0, np.int32))
+        self.title_counts.append(title_counts)
         self.ids.append(idmap.ids[ids])
         self.counts.append(counts)
         self.gives.append(gives)
@@ -359,6 +373,7 @@ class _LineParts:
         ids = np.concatenate(self.ids) if self.ids else np.empty(0, np.int32)
         counts = np.concatenate(self.counts) if self.counts else np.empty(0, np.int64)
         flat_lens = np.concatenate(self.flat_lens) if self.flat_lens else np.empty(0, np.int64)
+        title_counts = np.concatenate(self.title_counts) if self.title_counts else np.empty(0, np.int64)
         sizes = np.asarray([1 + len(p.lines) for p in pages], dtype=np.int64)
         return LineData(
             text_first=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
@@ -369,6 +384,8 @@ class _LineParts:
             context=np.concatenate(self.context) if self.context else np.zeros((0, 2), np.int32),
             flat_ptr=np.concatenate([[0], np.cumsum(flat_lens)]).astype(np.int64),
             flat="".join(self.flats),
+            title_ptr=np.concatenate([[0], np.cumsum(title_counts)]).astype(np.int64),
+            title_ids=(np.concatenate(self.title_ids) if self.title_ids else np.empty(0)).astype(np.int32),
             heading_max_chars=structure.HEADING_MAX_CHARS,
         )
 
@@ -405,7 +422,7 @@ def build_data(
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
         lmap.extend(l_start, new_lines, lines.vocab)
-        lines.add(lmap, texts)
+        lines.add(lmap, tmap, texts)
         offset = st.rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
             builder.add_block(idmap.ids[ids], counts, lengths)

@@ -81,9 +81,14 @@ class LineData:
     context: np.ndarray  # int32, (texts, 2): the lines a line is read with, 0 for none
     flat_ptr: np.ndarray  # int64, texts + 1: text i's letters and digits are flat[flat_ptr[i]:flat_ptr[i + 1]]
     flat: str
+    # each page's title's terms as the index analysed it (Analyzer.terms, framing words
+    # kept: retrieval.evidence compares query alternatives with them): page r's are
+    # title_ids[title_ptr[r]:title_ptr[r + 1]], index term ids
+    title_ptr: np.ndarray  # int64, pages + 1
+    title_ids: np.ndarray  # int32
     heading_max_chars: int = HEADING_MAX_CHARS
 
-    ARRAYS = ("text_first", "term_ptr", "term_ids", "gives", "context", "flat_ptr")
+    ARRAYS = ("text_first", "term_ptr", "term_ids", "gives", "context", "flat_ptr", "title_ptr", "title_ids")
 
     @property
     def n_texts(self) -> int:
@@ -103,6 +108,10 @@ class LineData:
             return "line terms outside its vocabulary"
         if self.context.shape != (n, 2) or len(self.flat_ptr) != n + 1 or self.flat_ptr[-1] != len(self.flat):
             return "line contexts or letters of inconsistent length"
+        if (len(self.title_ptr) != n_pages + 1 or self.title_ptr[-1] != len(self.title_ids)
+                or np.any(np.diff(self.title_ptr) < 0)
+                or (len(self.title_ids) and (self.title_ids.min() < 0 or self.title_ids.max() >= n_terms))):
+            return "title terms that do not match its pages or vocabulary"
         return None
 
 
@@ -120,8 +129,8 @@ class LineAnalyses(ABC):
         """The terms of line `number` of `page` (0: its title)."""
 
     @abstractmethod
-    def page_gives(self, page: PageVersion) -> int:
-        """The kinds of answer any line of the page gives (bits)."""
+    def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
+        """The kinds of answer any line of the page gives (bits); `title`: its title too."""
 
 
 class ComputedLines(LineAnalyses):
@@ -145,8 +154,8 @@ class ComputedLines(LineAnalyses):
             context = _context(page.lines, number, self.heading_max_chars)
         return LineView(self._terms(text), flat_text(text), answer_kinds.gives_mask(text), context)
 
-    def page_gives(self, page: PageVersion) -> int:
-        out = 0
+    def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
+        out = answer_kinds.gives_mask(page.title) if title else 0
         for text in page.lines:
             out |= answer_kinds.gives_mask(text)
         return out
@@ -207,23 +216,26 @@ class StoredLines(LineAnalyses):
         context = (a, b) if b else (a,) if a else ()
         return LineView(self._term_set(i), d.flat[int(d.flat_ptr[i]):int(d.flat_ptr[i + 1])], int(d.gives[i]), context)
 
-    def page_gives(self, page: PageVersion) -> int:
+    def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
         row = self._rows.get(id(page))
         if row is None or self._pages[row] is not page:
-            return self._fallback.page_gives(page)
+            return self._fallback.page_gives(page, title=title)
         if self._page_gives is None:
             with self._lock:
                 if self._page_gives is None:
                     self._page_gives = page_masks(self.data)
-        return self._page_gives[row]
+        lines = self._page_gives[row]
+        return lines | int(self.data.gives[self._first[row]]) if title else lines
 
 
 def page_masks(data: LineData) -> list[int]:
     """The kinds of answer each page's lines give (its title left out), OR-ed."""
     first = data.text_first
-    out = []
+    if len(first) < 2:
+        return []
     gives = data.gives
-    for r in range(len(first) - 1):
-        lines = gives[first[r] + 1:first[r + 1]]
-        out.append(int(np.bitwise_or.reduce(lines)) if len(lines) else 0)
-    return out
+    # one reduceat over the lines (the titles' entries zeroed); a page of no lines gives 0
+    lines = gives.copy()
+    lines[first[:-1]] = 0
+    out = np.bitwise_or.reduceat(lines, first[:-1]) if len(lines) else np.zeros(len(first) - 1, np.uint8)
+    return [int(m) for m in out]

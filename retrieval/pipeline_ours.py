@@ -57,12 +57,13 @@ class OursRetriever(Retriever):
         self._unseen_query = self._unseen * scoring.UNKNOWN_TERM_WEIGHT
         self._builder: QueryBuilder | None = None
         self._parsed = functools.lru_cache(maxsize=PARSED_KEPT)(functools.partial(parse_query, analyzer))
+        self._queries = functools.lru_cache(maxsize=PARSED_KEPT)(self._query)
         # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
         self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
         self.scorer = PassageScorer(settings, data, self._unseen_query, self._qa_pages)
         # every line's analysis, made with the index (retrieval.lines)
-        terms = sorted(data.term_vocab, key=data.term_vocab.__getitem__)
-        self._lines = StoredLines(data.lines, self.pages, terms, ComputedLines(self.analyze))
+        self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
+        self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
         self._threshold_of: np.ndarray | float | None = None  # each passage's (see _thresholds)
 
     # -- helpers for other stages ---------------------------------------------------
@@ -100,7 +101,12 @@ class OursRetriever(Retriever):
 
     def query(self, question: str, keywords: Sequence[str] = ()) -> tuple[Query, Query | None]:
         """The question's query, and the query with the keywords' known terms added (None
-        when the keywords add no slot): keywords may only add evidence (see `scores`)."""
+        when the keywords add no slot): keywords may only add evidence (see `scores`).
+        Kept for the last PARSED_KEPT (question, keywords): one ask's search, evidence gate,
+        coverage decision and answer read the same queries (never changed once built)."""
+        return self._queries(question, tuple(keywords))
+
+    def _query(self, question: str, keywords: tuple[str, ...]) -> tuple[Query, Query | None]:
         base = self.builder.build([question])
         keywords = clean_keywords(keywords)
         if not keywords:
@@ -172,6 +178,13 @@ class OursRetriever(Retriever):
         top = hits.top
         thresholds = self._thresholds()
         above = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
+        cleared = bool(len(above))
+        floor = self.settings.reference_floor
+        if not cleared and floor > 0:
+            # nothing cleared the threshold: the passages over the floor are the reference the
+            # coverage decision weighs (chatbot.coverage_decision), which refuses most of them;
+            # Hits lists every one of them then (PassageScorer.query_hits's floor)
+            above = hits.rows[hits.scores >= floor]
         candidates, total = self._candidates(above, scores)
         if len(above) > MAX_PASSAGES_CONSIDERED:
             # only the best few can fill the reference: no need to sort them all
@@ -179,7 +192,7 @@ class OursRetriever(Retriever):
         order = above[np.argsort(-scores[above], kind="stable")]
         passages = self._reference(order, scores)
         notes: list[str] = []
-        if not candidates:
+        if not cleared:
             qa = f" ({self.qa_threshold:g} on a Q&A page)" if self._qa_pages.any() and self.qa_threshold != threshold else ""
             notes.append(f"no passage scored at least the threshold {threshold}{qa} (best {top:.3f})")
         if unknown:
@@ -206,6 +219,7 @@ class OursRetriever(Retriever):
             candidates_total=total,
             expansions=[e.to_json() for e in fired],
             slots=self._slots(base, extended),
+            cleared=cleared,
         )
 
     @property
@@ -229,7 +243,7 @@ class OursRetriever(Retriever):
         passage reaching its threshold, and the top one."""
         thresholds = self._thresholds()
         if min(float(self.settings.threshold), self.qa_threshold) > 0:
-            return self.scorer.query_hits(query, thresholds)
+            return self.scorer.query_hits(query, thresholds, float(self.settings.reference_floor))
         scores, _, unknown = self.scorer.query_scores(query)  # a threshold of 0 takes every passage
         rows = np.arange(len(scores), dtype=np.int64)
         return Hits(rows, scores, unknown)

@@ -85,11 +85,15 @@ class RetrievalResult:
     # the query's slots as the search built them (Retriever.query_slots of the question and
     # these keywords; None: not kept), so the answer stage does not build them again
     slots: list[Slots] | None = field(default=None, repr=False, compare=False)
+    # whether a passage cleared the threshold; False when `passages` are those over the
+    # reference floor instead (settings.reference_floor); None: passages means cleared
+    cleared: bool | None = None
 
     @property
     def governed(self) -> bool:
-        """True when something in the corpus cleared the threshold."""
-        return bool(self.passages)
+        """True when something in the corpus cleared the threshold (the coverage model may
+        still answer from the passages over the reference floor, chatbot.coverage_decision)."""
+        return bool(self.passages) if self.cleared is None else self.cleared
 
     @property
     def reference_text(self) -> str:
@@ -118,6 +122,7 @@ class RetrievalResult:
             "notes": list(self.notes),
             "unknown_terms": list(self.unknown_terms),
             "expansions": [dict(e) for e in self.expansions],
+            "threshold_cleared": self.governed,
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
                 for c in self.candidates

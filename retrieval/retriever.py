@@ -82,3 +82,11 @@ class Retriever(ABC):
             notes=[note],
             **extra,
         )
+
+
+def result_slots(retriever: Retriever, question: str, result: RetrievalResult) -> list[Slots]:
+    """The query's slots for `result`: the ones its search built (RetrievalResult.slots),
+    else the retriever's for the question and the result's keywords."""
+    if result.slots is not None and result.question == question:
+        return result.slots
+    return retriever.query_slots(question, result.keywords)

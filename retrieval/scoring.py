@@ -417,15 +417,22 @@ class PassageScorer:
         out[ok] = 1.0 - ws + ws * ratio
         return out
 
-    def query_hits(self, query: Query, thresholds: np.ndarray | float) -> Hits:
+    def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
         """The scores of one Query where they matter (Hits): exactly for every passage whose
         score without the proximity factor reaches its threshold (`thresholds`: one, or
-        one per passage; > 0), and for the passages that could score highest."""
+        one per passage; > 0), and for the passages that could score highest. When none
+        reaches its threshold and `floor` > 0, exactly for every passage whose bound reaches
+        the floor instead (the reference below the threshold, settings.reference_floor)."""
         mix = self._mix(query)
         bound = self._scores(mix, None, factor=False)
         wanted = bound >= thresholds
         rows = np.flatnonzero(wanted)
         scores = self._scores(mix, rows)
+        if floor > 0 and not np.any(scores >= (thresholds[rows] if isinstance(thresholds, np.ndarray)
+                                                 else thresholds)):
+            wanted = bound >= floor
+            rows = np.flatnonzero(wanted)
+            scores = self._scores(mix, rows)
         top = float(scores.max()) if len(scores) else 0.0
         # the top one, when it is below its threshold: the passages with the best bounds,
         # more of them each round, until no other bound beats the best score found

@@ -72,6 +72,7 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
         check_toc_url(toc)  # a malformed URL is bad input (exit 2), an unreachable one a failed check
     with Store(settings.store, readonly=True) as store:
         ids = [store.resolve_guideline(settings.guideline)] if settings.guideline else [g.id for g in store.guidelines()]
+        calibrations = _stale_calibrations(store, ids)
     if not ids:
         raise InputError(f"the store {settings.store_name} holds no guideline to check: scrape one first")
     if toc and len(ids) > 1:
@@ -89,12 +90,29 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     code = 1 if FAILED in statuses else 3 if statuses & {DIVERGED, TOO_OLD} else 0
     if getattr(args, "json", False):
         overall = FAILED if code == 1 else IN_SYNC if code == 0 else DIVERGED
-        print(json.dumps({"status": overall, "exit_code": code, "guidelines": [r.to_json() for r in results]},
-                         ensure_ascii=False, indent=1))
+        print(json.dumps({"status": overall, "exit_code": code, "guidelines": [r.to_json() for r in results],
+                          "stale_calibrations": calibrations}, ensure_ascii=False, indent=1))
         return code
     for r in results:
         print(_check_text(r))
+        stale = calibrations.get(r.guideline)
+        if stale:
+            print(f"  coverage calibration stale: fitted {stale['fitted_at']} on an earlier corpus; run "
+                  f"`guiderag calibrate QUESTIONS.xlsx --guideline {r.guideline}` again (or --reset)")
     return code
+
+
+def _stale_calibrations(store: Store, ids: list[str]) -> dict[str, dict]:
+    """The guidelines whose coverage calibration was fitted on a corpus that has since
+    changed (store.calibration): still used, and flagged here."""
+    from guiderag.store import calibration
+
+    out = {}
+    for gid in ids:
+        cal = calibration.load(store, gid)
+        if cal is not None and cal.stale(store.corpus_version(gid)):
+            out[gid] = cal.to_json()
+    return out
 
 
 def _check_text(r: Any) -> str:

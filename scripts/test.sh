@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs (Debian packages for the browser test, the
-# project with its test extras in .venv) and runs the whole suite. Extra arguments go to
-# pytest (e.g. -m "not browser and not slow" for the quick subset, see README).
+# project with its test extras in .venv) and runs the whole suite, in one pytest-xdist
+# worker per core (-n auto; -n 0 runs it in one process). Extra arguments go to pytest
+# (e.g. -m "not browser and not slow and not model" for the quick subset, see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
@@ -19,4 +20,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 ensure_venv test,llm
-exec .venv/bin/python -m pytest "$@"
+# Python's bytecode caches (__pycache__/, ignored by git) are written even where the shell
+# sets PYTHONDONTWRITEBYTECODE: without them every test worker, and every `python -m
+# guiderag` a test starts, compiles the package and the test modules again.
+unset PYTHONDONTWRITEBYTECODE
+exec .venv/bin/python -m pytest -n auto "$@"

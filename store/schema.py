@@ -207,6 +207,17 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "row is kept and given the columns it lacks)", (
         EnsureTable(AUDIT),
     )),
+
+    # Issue 20: a guideline's coverage decision fitted to its own labelled questions.
+    Migration(5, "coverage calibrations: a guideline's coverage decision fitted to its own questions", (
+        """CREATE TABLE coverage_calibrations (
+            guideline_id   TEXT PRIMARY KEY,
+            corpus_version TEXT NOT NULL,
+            fitted_at      TEXT NOT NULL,
+            model          TEXT NOT NULL,
+            summary        TEXT NOT NULL
+        )""",
+    )),
 )
 LATEST = MIGRATIONS[-1].version
 

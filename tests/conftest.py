@@ -131,3 +131,47 @@ def store_at(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "sqlite":
         return tmp_path / "g.db"
     return request.getfixturevalue("pg_database")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How pytest-xdist (`-n auto`, scripts/test.sh; `--dist loadgroup --no-loadscope-reorder`,
+    pyproject.toml) shares the tests between its workers, each of which has its own session
+    fixtures (a scraped sample, a PostgreSQL server, the local model):
+
+    - a module that uses the real local model runs whole in one worker: one llama.cpp
+      server for the run, not one per worker, and no two model tests at once;
+    - a module with a module-scoped fixture runs whole in one worker, so that the fixture
+      is made once (interleaved with other tests, it would be torn down and made again);
+    - every other test is a unit of its own, handed to whichever worker is free;
+    - the long ones start first (the local model's, then those marked slow, browser or
+      early), so that none is left running alone at the end while the other worker idles.
+    Without -n the order is the same and the groups mean nothing."""
+    model_modules = {item.nodeid.split("::")[0] for item in items if "local_model" in item.fixturenames}
+    group: dict[str, str] = {}  # nodeid -> its xdist_group
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if module in model_modules:
+            group[item.nodeid] = "local_model"
+        elif any(defs and defs[-1].scope in ("module", "class", "package") for defs in fixture_defs(item)):
+            group[item.nodeid] = module
+        if item.nodeid in group:
+            item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+
+    def start(item: pytest.Item) -> int:
+        if group.get(item.nodeid) == "local_model":
+            return 0
+        if any(item.get_closest_marker(name) for name in ("slow", "browser", "model")):
+            return 1
+        return 2 if item.get_closest_marker("early") else 3
+
+    first: dict[str, int] = {}  # a group starts with its earliest test, all of it together
+    for item in items:
+        if item.nodeid in group:
+            first[group[item.nodeid]] = min(first.get(group[item.nodeid], 3), start(item))
+    items.sort(key=lambda item: first[group[item.nodeid]] if item.nodeid in group else start(item))  # stable
+
+
+def fixture_defs(item: pytest.Item) -> list:
+    """The fixture definitions a test uses, each name's candidates (the last one applies)."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of them (no public API)
+    return list(info.name2fixturedefs.values()) if info is not None else []

@@ -1,22 +1,25 @@
-"""`guiderag serve`: a real uvicorn process on loopback, asked through a real HTTP client.
+"""The HTTP API of `guiderag serve`, asked through a real HTTP client.
 
-The bundled sample is scraped once into a store; the API must answer exactly as
-`guiderag ask --json` does, audit every answer once, refuse bad requests with a JSON error
-and the right status without changing anything, require the API key when one is set, and
-pick up a new corpus scraped by another process without failing requests in flight.
+The policy of the application (answers exactly as `guiderag ask --json` gives them, each
+audited once; bad requests refused with a JSON error and the right status without changing
+anything; the API key required when one is set; CORS only for the configured origins;
+readiness; concurrent clients) is asked in this process through an ASGI client
+(apikit.client). What needs the real server runs it as a process (apikit.serve): a body
+streamed in pieces over the limit, the settings read from its environment, and a new
+corpus scraped by another process picked up without failing requests in flight.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
 import requests
 
-from apikit import serve
-from guiderag.processes import clean_env
+from apikit import client, serve
 from guiderag.cli import main
 from sitekit import Site, html_page
 from storekit import copy_store
@@ -33,18 +36,18 @@ def audit_rows(db: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def api(scraped_sample: Path, tmp_path_factory) -> tuple[str, Path]:
-    """One server over a copy of the sample store for the read-mostly tests of this module."""
+def api(scraped_sample: Path, tmp_path_factory):
+    """The application over a copy of the sample store, in this process, for the read-mostly
+    tests of this module: (TestClient, db)."""
     db = copy_store(scraped_sample, tmp_path_factory.mktemp("api") / "guide.db")
-    log = tmp_path_factory.mktemp("api-log") / "serve.log"
-    with serve(db, log) as url:
-        yield url, db
+    with client(db) as http:
+        yield http, db
 
 
 def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, no_settings_env) -> None:
-    url, db = api
+    http, db = api
     before = audit_rows(db)
-    reply = requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=60)
+    reply = http.post("/v1/ask", json={"question": THYMIC})
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
     got = reply.json()
     assert audit_rows(db) == before + 1 and got["audit_id"] > 0
@@ -54,7 +57,7 @@ def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, no_settings
     assert got["answer"] == cli["answer"]
     assert got["passages"] == cli["passages"]
     assert set(cli) <= set(got)  # the same answer object, field for field
-    refused = requests.post(url + "/v1/ask", json={"question": OUT_OF_SCOPE, "mode": "extract"}, timeout=60).json()
+    refused = http.post("/v1/ask", json={"question": OUT_OF_SCOPE, "mode": "extract"}).json()
     assert refused["coverage"] == "not_governed" and refused["escalation"]
 
 
@@ -68,9 +71,9 @@ def test_ask_answers_exactly_as_the_cli_and_audits_once(api, capsys, no_settings
     ({"question": "\u200b\u200b"}, 400, "invalid_request"),
 ])
 def test_bad_requests_get_a_json_error_and_change_nothing(api, body, status, code) -> None:
-    url, db = api
+    http, db = api
     before = audit_rows(db)
-    reply = requests.post(url + "/v1/ask", json=body, timeout=30)
+    reply = http.post("/v1/ask", json=body)
     assert reply.status_code == status, reply.text
     error = reply.json()["error"]
     assert error["code"] == code and error["message"] and "Traceback" not in reply.text
@@ -81,82 +84,108 @@ def test_bad_requests_get_a_json_error_and_change_nothing(api, body, status, cod
 
 
 def test_malformed_json_oversized_bodies_unknown_routes_and_methods(api) -> None:
-    url, db = api
+    http, db = api
     before = audit_rows(db)
-    bad = requests.post(url + "/v1/ask", data=b'{"question": ', headers={"Content-Type": "application/json"}, timeout=30)
+    bad = http.post("/v1/ask", content=b'{"question": ', headers={"Content-Type": "application/json"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_json"
-    big = requests.post(url + "/v1/ask", data=b"x" * 70_000, headers={"Content-Type": "application/json"}, timeout=30)
+    big = http.post("/v1/ask", content=b"x" * 70_000, headers={"Content-Type": "application/json"})
     assert big.status_code == 413 and big.json()["error"]["code"] == "request_too_large"
+    assert int(big.request.headers["content-length"]) == 70_000  # refused by its declared length
 
     def chunks():
         for _ in range(80):
             yield b"x" * 1000
 
-    streamed = requests.post(url + "/v1/ask", data=chunks(), headers={"Content-Type": "application/json"}, timeout=30)
-    assert streamed.status_code == 413
-    missing = requests.get(url + "/v1/nothing", timeout=30)
+    streamed = http.post("/v1/ask", content=chunks(), headers={"Content-Type": "application/json"})
+    assert "content-length" not in streamed.request.headers  # refused by what arrived
+    assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "request_too_large"
+    missing = http.get("/v1/nothing")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
-    wrong = requests.get(url + "/v1/ask", timeout=30)
+    wrong = http.get("/v1/ask")
     assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
     assert audit_rows(db) == before
 
 
 def test_health_readiness_pages_and_the_openapi_description(api) -> None:
-    url, _ = api
-    assert requests.get(url + "/healthz", timeout=30).json() == {"status": "ok"}
-    ready = requests.get(url + "/readyz", timeout=60)
+    http, _ = api
+    assert http.get("/healthz").json() == {"status": "ok"}
+    ready = http.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
-    pages = requests.get(url + "/v1/pages", timeout=30).json()["pages"]
+    pages = http.get("/v1/pages").json()["pages"]
     assert len(pages) == 32 and {"url", "title", "version", "fetched_at", "content_hash", "lines"} <= set(pages[0])
-    spec = requests.get(url + "/openapi.json", timeout=30).json()
+    spec = http.get("/openapi.json").json()
     assert "/v1/ask" in spec["paths"] and "post" in spec["paths"]["/v1/ask"]
-    assert "access-control-allow-origin" not in {k.lower() for k in requests.options(
-        url + "/v1/ask", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
-        timeout=30).headers}
+    assert "access-control-allow-origin" not in {k.lower() for k in http.options(
+        "/v1/ask", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}).headers}
 
 
 def test_a_mode_that_needs_a_model_without_one_is_503(api) -> None:
-    url, _ = api
-    reply = requests.post(url + "/v1/ask", json={"question": THYMIC, "mode": "lines"}, timeout=30)
+    http, _ = api
+    reply = http.post("/v1/ask", json={"question": THYMIC, "mode": "lines"})
     assert reply.status_code == 503 and reply.json()["error"]["code"] == "model_not_configured"
 
 
 def test_readyz_is_503_without_a_corpus(tmp_path: Path) -> None:
     db = tmp_path / "empty.db"
     sqlite3.connect(db).close()
-    with serve(db, tmp_path / "serve.log") as url:
-        assert requests.get(url + "/healthz", timeout=30).status_code == 200
-        ready = requests.get(url + "/readyz", timeout=30)
+    with client(db) as http:
+        assert http.get("/healthz").status_code == 200
+        ready = http.get("/readyz")
         assert ready.status_code == 503 and ready.json()["error"]["code"] == "not_ready"
-        ask = requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=30)
+        ask = http.post("/v1/ask", json={"question": THYMIC})
         assert ask.status_code == 503 and ask.json()["error"]["code"] in ("no_corpus", "store_unavailable")
 
 
 def test_the_api_key_is_required_when_set(scraped_sample: Path, tmp_path: Path) -> None:
     db = copy_store(scraped_sample, tmp_path / "guide.db")
-    with serve(db, tmp_path / "serve.log", GUIDERAG_API_KEY="s3cret-key") as url:
+    with client(db, GUIDERAG_API_KEY="s3cret-key") as http:
         before = audit_rows(db)
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret-key"},
                         {"Authorization": "Bearer s3cret-key-and-more"}):
-            reply = requests.post(url + "/v1/ask", json={"question": THYMIC}, headers=headers, timeout=30)
+            reply = http.post("/v1/ask", json={"question": THYMIC}, headers=headers)
             assert reply.status_code == 401 and reply.json()["error"]["code"] == "unauthorized"
             assert reply.headers["www-authenticate"] == "Bearer"
-        assert requests.get(url + "/v1/pages", timeout=30).status_code == 401
+        assert http.get("/v1/pages").status_code == 401
         assert audit_rows(db) == before
-        assert requests.get(url + "/healthz", timeout=30).status_code == 200
-        ok = requests.post(url + "/v1/ask", json={"question": THYMIC},
-                           headers={"Authorization": "Bearer s3cret-key"}, timeout=60)
+        assert http.get("/healthz").status_code == 200
+        ok = http.post("/v1/ask", json={"question": THYMIC}, headers={"Authorization": "Bearer s3cret-key"})
         assert ok.status_code == 200 and ok.json()["coverage"] == "governed"
 
 
 def test_cors_only_for_configured_origins(scraped_sample: Path, tmp_path: Path) -> None:
     db = copy_store(scraped_sample, tmp_path / "guide.db")
-    with serve(db, tmp_path / "serve.log", GUIDERAG_API_CORS_ORIGINS="https://portal.example") as url:
+    with client(db, GUIDERAG_API_CORS_ORIGINS="https://portal.example") as http:
         pre = {"Origin": "https://portal.example", "Access-Control-Request-Method": "POST"}
-        ok = requests.options(url + "/v1/ask", headers=pre, timeout=30)
+        ok = http.options("/v1/ask", headers=pre)
         assert ok.headers.get("access-control-allow-origin") == "https://portal.example"
-        other = requests.options(url + "/v1/ask", headers={**pre, "Origin": "https://evil.example"}, timeout=30)
+        other = http.options("/v1/ask", headers={**pre, "Origin": "https://evil.example"})
         assert other.headers.get("access-control-allow-origin") is None
+
+
+def test_the_real_server_reads_its_environment_and_refuses_a_body_streamed_over_the_limit(
+        scraped_sample: Path, tmp_path: Path) -> None:
+    """uvicorn hands a chunked body to the application in pieces, each under the limit here:
+    the limit holds for what arrived in all of them."""
+    db = copy_store(scraped_sample, tmp_path / "guide.db")
+    with serve(db, tmp_path / "serve.log", GUIDERAG_API_KEY="s3cret-key", GUIDERAG_API_MAX_BODY_BYTES="4096") as url:
+        key = {"Authorization": "Bearer s3cret-key"}
+        before = audit_rows(db)
+        assert requests.post(url + "/v1/ask", json={"question": THYMIC}, timeout=30).status_code == 401
+        ok = requests.post(url + "/v1/ask", json={"question": THYMIC}, headers=key, timeout=60)
+        assert ok.status_code == 200 and ok.json()["coverage"] == "governed"
+
+        def chunks():
+            for _ in range(40):  # 40 x 250 bytes, paced so that they arrive apart
+                time.sleep(0.005)
+                yield b" " * 250
+
+        streamed = requests.post(url + "/v1/ask", data=chunks(), timeout=30,
+                                 headers={**key, "Content-Type": "application/json"})
+        assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "request_too_large"
+        declared = requests.post(url + "/v1/ask", data=b" " * 5000, timeout=30,
+                                 headers={**key, "Content-Type": "application/json"})
+        assert declared.status_code == 413 and declared.json()["error"]["code"] == "request_too_large"
+        assert audit_rows(db) == before + 1  # only the one answered question
 
 
 def _guide_site(answer: str) -> Site:
@@ -170,36 +199,33 @@ def _guide_site(answer: str) -> Site:
     return site
 
 
-def test_a_new_corpus_from_another_process_is_picked_up_without_failing_requests(tmp_path: Path) -> None:
+def test_a_new_corpus_from_another_process_is_picked_up_without_failing_requests(
+        tmp_path: Path, capsys, no_settings_env) -> None:
+    """The server is a process of its own; the scrapes run in this one."""
     db = tmp_path / "guide.db"
-    env = clean_env(GUIDERAG_DELAY_S="0")
     question = "抗がん剤の副作用には何がありますか？"
     site = _guide_site("吐き気や脱毛")
     with site.serve() as base:
-        import subprocess
-        import sys
-
-        scrape = [sys.executable, "-m", "guiderag", "scrape", base + "/guide/index.html", "--db", str(db)]
-        assert subprocess.run(scrape, env=env, capture_output=True, timeout=120).returncode == 0
+        scrape = ["scrape", base + "/guide/index.html", "--db", str(db), "--delay", "0", "--no-progress"]
+        assert main(scrape) == 0
         with serve(db, tmp_path / "serve.log") as url:
             first = requests.post(url + "/v1/ask", json={"question": question}, timeout=60).json()
             assert "吐き気や脱毛" in first["answer"]
             errors: list[str] = []
             stop = threading.Event()
 
-            def client() -> None:
+            def patient() -> None:
                 while not stop.is_set():
                     reply = requests.post(url + "/v1/ask", json={"question": question}, timeout=60)
                     if reply.status_code != 200:
                         errors.append(reply.text)
 
-            threads = [threading.Thread(target=client) for _ in range(3)]
+            threads = [threading.Thread(target=patient) for _ in range(3)]
             for t in threads:
                 t.start()
             site.page("/guide/q1.html", html_page("Q1 抗がん剤の副作用", "<main><h1>Q1 抗がん剤の副作用</h1>"
                                                                     "<p>抗がん剤の副作用には口内炎やしびれがあります。</p></main>"))
-            done = subprocess.run(scrape, env=env, capture_output=True, timeout=120)
-            assert done.returncode == 0, done.stderr
+            assert main(scrape) == 0, capsys.readouterr().err
             after = requests.post(url + "/v1/ask", json={"question": question}, timeout=60).json()
             for _ in range(50):  # the first request after the scrape may still be served by the old index
                 if "口内炎" in after["answer"]:
@@ -214,20 +240,19 @@ def test_a_new_corpus_from_another_process_is_picked_up_without_failing_requests
 
 
 def test_concurrent_clients_are_each_answered_and_audited_once(api) -> None:
-    url, db = api
+    http, db = api
     before = audit_rows(db)
     questions = [THYMIC, OUT_OF_SCOPE, "胸腺腫の手術について知りたい", "放射線治療の副作用は？"]
     results: list[int] = []
     lock = threading.Lock()
 
-    def client(k: int) -> None:
-        with requests.Session() as session:
-            for i in range(5):
-                reply = session.post(url + "/v1/ask", json={"question": questions[(k + i) % 4]}, timeout=120)
-                with lock:
-                    results.append(reply.status_code)
+    def patient(k: int) -> None:
+        for i in range(5):
+            reply = http.post("/v1/ask", json={"question": questions[(k + i) % 4]})
+            with lock:
+                results.append(reply.status_code)
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    threads = [threading.Thread(target=patient, args=(k,)) for k in range(8)]
     for t in threads:
         t.start()
     for t in threads:

@@ -2,73 +2,47 @@
 
 Real components throughout: the bundled sample site served on loopback and scraped into
 a real SQLite store, the real retrieval index and chatbot, and a loopback server speaking
-the OpenAI wire format for the model-error flow. The sample store is built once per test
-session (guiderag.ui.bootstrap, the same code the app runs on a first start) and copied for
-each test, so the tests do not share a database.
+the OpenAI wire format for the model-error flow. The sample store is scraped once per test
+session (conftest.scraped_sample) and copied for each test, so the tests do not share a
+database; the app's own first-run build of it (guiderag.ui.bootstrap) has its test here.
 """
 from __future__ import annotations
 
 import html
 import re
-import shutil
 import time
-import sqlite3
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from guiderag.ui.bootstrap import ensure_corpus, store_status
+from guiderag.ui.bootstrap import store_status
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
 from guiderag.resources import SAMPLE_SITE_URL
 from guiderag.ui import render, session
 from guiderag.ui.text import MODE_LABELS, TEXT
 from openai_stub import OpenAIStub, Reply  # tests/ is on sys.path (conftest.py)
+from storekit import copy_store
 from guiderag.store import FetchedPage, Store
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 RUN_TIMEOUT_S = 120  # a generous ceiling for slow CI machines, not a speed assertion
 IN_SCOPE = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "小児の神経膠腫の治療法を教えてください。"
-ENV_KEYS = (
-    "GUIDERAG_DB", "GUIDERAG_MODE", "GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL",
-    "GUIDERAG_KEYWORDS_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GUIDERAG_MODEL_RETRIES",
-    "GUIDERAG_FALLBACK_TO_EXTRACT", "GUIDERAG_SAMPLE_ON_EMPTY",
-)
 
 
 # --- fixtures ---------------------------------------------------------------------------
-def copy_store(src: Path, dst: Path) -> Path:
-    """A consistent copy of a store (SQLite backup API) and of its retrieval index."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(src) as source, sqlite3.connect(dst) as target:
-        source.backup(target)
-    index = src.with_name(src.name + ".index")
-    if index.exists():
-        shutil.copytree(index, dst.with_name(dst.name + ".index"))
-    return dst
-
-
-@pytest.fixture(scope="session")
-def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled sample guideline scraped and indexed once for the whole session."""
-    db = tmp_path_factory.mktemp("sample") / "sample.db"
-    result = ensure_corpus(Settings.load(env={}, db=db))
-    assert result.built and result.pages > 0
-    return db
-
-
 @pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """No model and no store from the developer's shell leaks into a test."""
-    for key in ENV_KEYS:
-        monkeypatch.delenv(key, raising=False)
+def clean_env(monkeypatch: pytest.MonkeyPatch, no_settings_env: None) -> pytest.MonkeyPatch:
+    """No model and no store from the developer's shell leaks into a test (conftest's
+    no_settings_env); the monkeypatch that sets the test's own settings."""
     return monkeypatch
 
 
 @pytest.fixture
-def store_copy(sample_store: Path, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Path:
-    db = copy_store(sample_store, tmp_path / "store" / "guiderag.db")
+def store_copy(scraped_sample: Path, tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Path:
+    """A private copy of the session's sample store (conftest.scraped_sample) as the app's store."""
+    db = copy_store(scraped_sample, tmp_path / "store" / "guiderag.db")
     clean_env.setenv("GUIDERAG_DB", str(db))
     return db
 
@@ -453,11 +427,16 @@ def test_a_slow_model_answer_does_not_hold_up_another_session(
     import threading
 
     gate = threading.Event()
+    entered: list[int] = []
+    second_at_the_lock = threading.Event()
     if one_lock:
         from guiderag.chatbot import library_cache
 
         class Serialized(session.Library):
             def ask(self, *args, **kwargs):  # type: ignore[override]
+                entered.append(1)
+                if len(entered) == 2:
+                    second_at_the_lock.set()
                 with session.INDEX_LOCK:
                     return super().ask(*args, **kwargs)
 
@@ -478,7 +457,11 @@ def test_a_slow_model_answer_does_not_hold_up_another_session(
         quick: list[session.Turn] = []
         other = threading.Thread(target=lambda: quick.append(session.ask(OUT_OF_SCOPE, "extract", settings)))
         other.start()
-        other.join(timeout=10)
+        if one_lock:  # the second answer waits at the lock the first holds: a second shows it
+            assert second_at_the_lock.wait(timeout=30)
+            other.join(timeout=1)
+        else:
+            other.join(timeout=10)
         answered_meanwhile = not other.is_alive()
         gate.set()
         waiting.join(timeout=30)

@@ -4,8 +4,6 @@ model modes, driven through guiderag.cli.main and the Chatbot."""
 from __future__ import annotations
 
 import json
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,8 +16,9 @@ from guiderag.chatbot.generate import INSUFFICIENT_SENTENCE
 from guiderag.chatbot.lines import number_reference
 from guiderag.cli import main
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
-from openai_stub import OpenAIStub, Reply
 from guiderag.store import Store
+from openai_stub import OpenAIStub, Reply
+from storekit import assert_passages_stored, assert_verbatim, copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 OUT_OF_SCOPE = "骨折したときのギプスの巻き方を教えてください"
@@ -34,11 +33,7 @@ def sample_db(scraped_sample) -> Path:
 def db(sample_db, tmp_path, monkeypatch, no_settings_env) -> Path:
     """A private copy of the sample store (audit rows stay per test) and a clean environment."""
     monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
-    target = tmp_path / "guide.db"
-    with sqlite3.connect(sample_db) as src, sqlite3.connect(target) as dst:
-        src.backup(dst)
-    shutil.copytree(sample_db.with_name(sample_db.name + ".index"), target.with_name(target.name + ".index"))
-    return target
+    return copy_store(sample_db, tmp_path / "guide.db")
 
 
 def use_stub(monkeypatch, stub: OpenAIStub, **env: str) -> None:
@@ -61,18 +56,6 @@ def ask_json(capsys, db: Path, question: str, *extra: str) -> dict:
 def audit_rows(db: Path) -> list[dict]:
     with Store(db, create=False) as store:
         return AuditLog(store.conn).rows()
-
-
-def assert_verbatim(db: Path, data: dict) -> None:
-    """Every answer line is a stored line of a cited page version, at the cited line number."""
-    with Store(db, create=False) as store:
-        cited: list[str] = []
-        for p in data["passages"]:
-            page = store.get_version(p["url"], p["version"])
-            assert page is not None and page.content_hash == p["content_hash"]
-            assert p["text"].split("\n") == [page.line(n) for n in p["lines"]]
-            cited += p["text"].split("\n")
-    assert sorted(data["answer"].split("\n")) == sorted(cited)
 
 
 def reference_numbers(db: Path, question: str, *needles: str) -> tuple[list[int], int]:
@@ -281,10 +264,7 @@ def test_generate_shows_the_summary_with_verbatim_passages(db, capsys, monkeypat
     assert data["mode"] == "generate" and data["coverage"] == "governed"
     assert data["answer"] == data["summary"] == summary
     assert data["unsupported_sentences"] == ["宇宙飛行士の訓練が有効です。"]
-    with Store(db, create=False) as store:
-        for p in data["passages"]:
-            page = store.get_version(p["url"], p["version"])
-            assert p["text"].split("\n") == [page.line(n) for n in p["lines"]]
+    assert assert_passages_stored(db, data)
     system, user = request["messages"][0], request["messages"][1]
     assert len(request["messages"]) == 2 and system["role"] == "system" and user["role"] == "user"
     assert question not in system["content"] and "医療情報アシスタント" in system["content"]

@@ -138,7 +138,8 @@ def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_pat
     assert cell.value.startswith("=HYPERLINK") and cell.data_type == "s"  # text, not a formula
     assert ws.max_row == 4
     gaps = wb["gaps"]
-    assert [c.value for c in gaps[1]] == ["question", "count", "first_asked", "last_asked"]
+    assert [c.value for c in gaps[1]] == ["question", "count", "first_asked", "last_asked", "coverage_probability",
+                                          "coverage_reasons"]
     assert gaps.max_row == 3
     assert sorted(p.name for p in out.parent.iterdir()) == ["audit.xlsx"]  # no temp file left
 

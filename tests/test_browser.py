@@ -19,12 +19,12 @@ from typing import Iterator
 
 import pytest
 
-from guiderag.ui.bootstrap import ensure_corpus
-from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
+from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL
 from browserkit import (  # tests/ is on sys.path (conftest.py)
     answers, chromium, last_message, need_browser, open_chat, send, streamlit_app,
 )
 from openai_stub import OpenAIStub
+from storekit import copy_store
 from guiderag.store import Store
 
 pytestmark = pytest.mark.browser
@@ -50,10 +50,9 @@ LATENCY_QUESTIONS = (
 # Runs inside the page: stamps Enter in the chat box, and the first moment the reply to
 # the question is on screen (the question's bubble, then an answer or an alert after it).
 @pytest.fixture(scope="module")
-def prepared_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("browser") / "guiderag.db"
-    ensure_corpus(Settings.load(env={}, db=db))
-    return db
+def prepared_store(scraped_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session's scraped sample (conftest.scraped_sample): the chat audits its answers."""
+    return copy_store(scraped_sample, tmp_path_factory.mktemp("browser") / "guiderag.db")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pytest
 
 from guiderag.eval.workbook import read_results
 from guiderag.cli import main
+from storekit import copy_store
 
 
 def _xlsx(path: Path, rows: list[list]) -> Path:
@@ -57,13 +58,13 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys):
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("sample") / "sample.db"
-    assert main(["scrape", "--sample", "--db", str(db), "--no-progress"]) == 0
-    return db
+def sample_db(scraped_sample, tmp_path_factory) -> Path:
+    """A copy of the session's scraped sample (conftest.scraped_sample): eval writes audit rows."""
+    return copy_store(scraped_sample, tmp_path_factory.mktemp("sample") / "sample.db")
 
 
-def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path, capsys, sigint_raises):
+def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path, capsys, sigint_raises,
+                                                no_settings_env):
     """A real SIGINT during the third question: the first two are in a valid workbook."""
     from guiderag import retrieval
 
@@ -97,9 +98,8 @@ def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path,
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_model_mode_without_a_model_exits_2_and_writes_nothing(sample_db: Path, tmp_path: Path, capsys, monkeypatch):
-    for key in ("GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
+def test_model_mode_without_a_model_exits_2_and_writes_nothing(sample_db: Path, tmp_path: Path, capsys,
+                                                                no_settings_env):
     q = _xlsx(tmp_path / "q.xlsx", [["id", "question", "kind"], ["1", "胸腺腫瘍の治療法は？", "in_scope"]])
     out = tmp_path / "r.xlsx"
     assert main(["eval", str(q), "--out", str(out), "--mode", "lines", "--db", str(sample_db), "--no-progress"]) == 2

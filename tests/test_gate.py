@@ -33,7 +33,9 @@ NOTHING = "骨折したときのギプスの巻き方を教えてください"
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory):
-    return indexed_settings(tmp_path_factory.mktemp("gate"), PAGES)
+    """The rules' decision (the threshold, the line coverage, the asked figure), whose rules
+    these tests take one by one; the coverage model's verdict is tested last."""
+    return indexed_settings(tmp_path_factory.mktemp("gate"), PAGES, coverage_decision="rules")
 
 
 def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(settings) -> None:
@@ -113,3 +115,19 @@ def test_the_protocol_pipeline_is_measured_by_the_threshold_only(tmp_path: Path)
     verdict = EvidenceGate(settings, retriever).judge(NO_FIGURE, result)
     assert verdict.measures.line_coverage is None and verdict.measures.asked_figure_missing is None
     assert verdict.covered is result.governed
+
+
+def test_the_coverage_model_decides_in_the_gate_and_its_verdict_is_in_the_json(settings) -> None:
+    model = settings.replace(coverage_decision="model")
+    retriever = retrieval.load_retriever(model)
+    gate = EvidenceGate(model, retriever)
+    covered = gate.judge(COVERED, result := retriever.search(COVERED))
+    assert covered.covered and covered.coverage is not None and covered.refused_by is None
+    assert covered.retrieval_json(result)["coverage_model"]["probability"] == covered.coverage.probability
+    refused = gate.judge(NOTHING, result := retriever.search(NOTHING))
+    assert not refused.covered and refused.refused_by == "coverage_model" and "P(governed)" in refused.reason
+    assert refused.coverage is not None and refused.coverage.probability < refused.coverage.operating_point
+    with Chatbot(model, retriever=retriever, gate=gate) as bot:
+        answer = bot.ask(NOTHING)
+    assert answer.coverage == "not_governed" and answer.coverage_probability is not None
+    assert answer.coverage_reasons and answer.passages == []

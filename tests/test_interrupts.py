@@ -22,7 +22,7 @@ from guiderag.eval.workbook import read_results
 from guiderag.retrieval.persist import build_lock_path
 from guiderag.store.pages import Store
 from sitekit import Site, html_page, toc_html
-from storekit import corpus_of, index_of, runs_of
+from storekit import copy_store, corpus_of, index_of, runs_of
 
 WAIT_S = 60  # the most any process here is waited for
 
@@ -128,8 +128,9 @@ def _builder(tmp: Path) -> subprocess.Popen:
     return proc
 
 
-def test_temporary_index_folders_of_dead_builds_go_and_live_ones_stay(fast_env: Path, capsys) -> None:
-    assert main(["scrape", "--sample"]) == 0
+def test_temporary_index_folders_of_dead_builds_go_and_live_ones_stay(scraped_sample: Path, fast_env: Path,
+                                                                      capsys) -> None:
+    copy_store(scraped_sample, fast_env)
     index_dir = fast_env.with_name(fast_env.name + ".index")
     live, dead, legacy = (index_dir / f"tmp-v-{name}" for name in ("live", "dead", "legacy"))
     live_builder = _builder(live)
@@ -167,9 +168,9 @@ def _questions(path: Path, n: int) -> Path:
 
 
 @pytest.fixture
-def earlier_results(fast_env: Path, tmp_path: Path, capsys) -> tuple[Path, Path, bytes]:
+def earlier_results(scraped_sample: Path, fast_env: Path, tmp_path: Path, capsys) -> tuple[Path, Path, bytes]:
     """A sample store, a question set, and a complete results workbook of an earlier run."""
-    assert main(["scrape", "--sample"]) == 0
+    copy_store(scraped_sample, fast_env)
     questions = _questions(tmp_path / "questions.xlsx", 3)
     out = tmp_path / "results.xlsx"
     assert main(["eval", str(questions), "--out", str(out)]) == 0
@@ -257,8 +258,8 @@ def test_a_closed_pipe_does_not_skip_the_index(fast_env: Path) -> None:
         assert index and index["corpus_version"] == store.corpus_version()  # the index was built
 
 
-def test_a_closed_stdout_is_not_an_error_and_leaves_no_noise(fast_env: Path) -> None:
-    assert main(["scrape", "--sample", "--no-index"]) == 0
+def test_a_closed_stdout_is_not_an_error_and_leaves_no_noise(scraped_sample: Path, fast_env: Path) -> None:
+    copy_store(scraped_sample, fast_env)
     proc = _guiderag("pages", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before it writes a line

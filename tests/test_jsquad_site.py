@@ -201,6 +201,7 @@ def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_pa
     assert answered is None or answered == 1.0  # lines mode shows stored lines only
 
 
+@pytest.mark.early  # two devbench runs, one with two spawned worker processes
 def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_path: Path, capsys, monkeypatch):
     from guiderag.eval.workbook import read_results
 

@@ -24,9 +24,8 @@ from guiderag.chatbot import Chatbot
 from guiderag.cli import main
 from guiderag.eval.protocol_set import protocol_questions
 from guiderag.settings import Settings
-from guiderag.store import Store
 from local_model import REFERENCE_CHARS, model_settings
-from storekit import copy_store
+from storekit import assert_verbatim, copy_store
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -49,20 +48,6 @@ def offline_settings(db: Path) -> Settings:
     return Settings.load(env={}, db=db, reference_chars=REFERENCE_CHARS)
 
 
-def stored_lines(db: Path) -> dict[tuple[str, int], tuple[str, ...]]:
-    with Store(db, create=False) as store:
-        return {(p.url, p.version): p.lines for p in store.current_pages()}
-
-
-def assert_verbatim(pages: dict[tuple[str, int], tuple[str, ...]], answer) -> None:
-    cited = []
-    for p in answer.passages:
-        lines = pages[(p.url, p.version)]
-        assert p.text.split("\n") == [lines[n - 1] for n in p.lines]
-        cited += p.text.split("\n")
-    assert sorted(answer.answer.split("\n")) == sorted(cited)
-
-
 def repeats(text: str) -> list[str]:
     """Lines or sentences said more than once (an independent check of what was shown)."""
     units = [u.strip() for u in re.split(r"(?<=[。！？])|\n", text or "") if len(u.strip()) >= 6]
@@ -74,12 +59,12 @@ def reference_lines(answer) -> set[tuple[str, int]]:
     return {(p.page.url, n) for p in result.passages for n in p.lines} if result is not None else set()
 
 
-def check_model_answer(pages, answer, mode: str) -> None:
+def check_model_answer(db: Path, answer, mode: str) -> None:
     """What must hold for any answer a model mode gives."""
     use = answer.model_use.get("answer")
     assert use is not None and use["outcome"] in ("answered", "declined", "fell_back", "not_asked"), use
     if answer.mode in ("extract", "lines") and answer.governed:
-        assert_verbatim(pages, answer)
+        assert_verbatim(db, answer)
     if answer.summary is not None:
         assert answer.mode == "generate" and not repeats(answer.summary), answer.summary
     if use["outcome"] == "fell_back":
@@ -88,7 +73,6 @@ def check_model_answer(pages, answer, mode: str) -> None:
 
 def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, sample_db, retriever, capsys,
                                                                  monkeypatch):
-    pages = stored_lines(sample_db)
     offline = offline_settings(sample_db)
     with Chatbot(offline, retriever=retriever) as bot:
         extract = bot.ask(SHORT_THYMIC, "extract")
@@ -104,7 +88,7 @@ def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, 
         assert answer.governed, (mode, answer.model_use)
         assert "keywords" in answer.model_use
         if mode != "extract":
-            check_model_answer(pages, answer, mode)
+            check_model_answer(sample_db, answer, mode)
         assert reference_lines(extract) <= reference_lines(answer), (mode, answer.model_use)
 
     # lines through the command line: ask --json says what each model did.
@@ -124,7 +108,6 @@ def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, 
 
 
 def test_the_protocol_set_with_the_local_model(local_model, sample_db, retriever):
-    pages = stored_lines(sample_db)
     questions = protocol_questions()
     offline = offline_settings(sample_db)
     with Chatbot(offline, retriever=retriever) as bot:
@@ -144,7 +127,7 @@ def test_the_protocol_set_with_the_local_model(local_model, sample_db, retriever
             outcomes[f"{mode}/{use['outcome']}"] = outcomes.get(f"{mode}/{use['outcome']}", 0) + 1
             report.append(f"{mode} {q.id} {seconds:.0f}s {use['outcome']}"
                           + (f" ({use.get('code')})" if use.get("code") else ""))
-            check_model_answer(pages, answer, mode)
+            check_model_answer(sample_db, answer, mode)
             if q.kind == "in_scope":
                 # junk keywords never cost the evidence extract mode finds
                 assert reference_lines(extract[q.id]) <= reference_lines(answer), (q.id, answer.model_use)

@@ -106,7 +106,9 @@ def test_a_question_whose_words_lie_over_a_qa_page_is_answered(settings) -> None
     assert no_page.top_score < answer.retrieval["top_score"]
     assert settings.threshold ** settings.qa_threshold_exponent <= no_page.top_score < settings.threshold
     assert _ask(settings, question, qa_page_weight=0.0).coverage == "governed"
-    assert _ask(settings, question, qa_page_weight=0.0, qa_threshold_exponent=1.0).coverage == "not_governed"
+    # under the rules before the coverage model, the threshold then refuses it
+    assert _ask(settings, question, qa_page_weight=0.0, qa_threshold_exponent=1.0,
+                coverage_decision="rules").coverage == "not_governed"
 
 
 def test_an_article_page_is_scored_as_before(tmp_path: Path) -> None:
@@ -193,10 +195,14 @@ def test_missing_figure() -> None:
 def test_a_topic_without_the_figure_asked_for_is_not_covered(settings) -> None:
     """The guideline names 禁煙外来 but never says what it costs."""
     question = "禁煙外来の費用はいくらかかりますか"
-    answer = _ask(settings, question)
+    answer = _ask(settings, question)  # the coverage model weighs the missing figure
     assert answer.coverage == "not_governed"
-    assert answer.retrieval["asked_figure_missing"] == [HOW_MUCH]
-    off = _ask(settings, question, require_asked_figure=False)  # switched off
+    assert answer.retrieval["coverage_model"]["features"]["figure_missing"] == 1.0
+    # the rules before the model: the asked-figure rule refuses it, and only it
+    rules = _ask(settings, question, coverage_decision="rules")
+    assert rules.coverage == "not_governed"
+    assert rules.retrieval["asked_figure_missing"] == [HOW_MUCH]
+    off = _ask(settings, question, coverage_decision="rules", require_asked_figure=False)  # switched off
     assert off.coverage == "governed" and "禁煙外来" in off.answer
     # where the guideline gives the figure, the question is answered
     paid = _ask(settings, "治療費の自己負担はいくらまでですか")

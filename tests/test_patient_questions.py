@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from guiderag.cli import main
 from guiderag.resources import question_set
 from guiderag.settings import Settings
+from storekit import copy_store
 
 WORKBOOK = question_set("sample_patient.xlsx")
 IN_SCOPE_ANSWERED_FLOOR = 0.68
@@ -22,22 +22,13 @@ OUT_OF_SCOPE_REFUSED_FLOOR = 0.90
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
-    """(question, answer) for every row of the workbook, on a freshly scraped sample."""
+def answers(scraped_sample, tmp_path_factory: pytest.TempPathFactory):
+    """(question, answer) for every row of the workbook, on a copy of the session's scraped
+    sample (conftest.scraped_sample; the answers write audit rows)."""
     from guiderag.chatbot import Chatbot
     from guiderag.eval.workbook import read_questions
 
-    mp = pytest.MonkeyPatch()
-    request.addfinalizer(mp.undo)
-    import os
-
-    for key in list(os.environ):
-        if key.startswith("GUIDERAG_"):
-            mp.delenv(key)
-    db = tmp_path_factory.mktemp("patient") / "sample.db"
-    mp.setenv("GUIDERAG_DELAY_S", "0")
-    mp.setenv("GUIDERAG_PROGRESS", "0")
-    assert main(["scrape", "--sample", "--db", str(db)]) == 0
+    db = copy_store(scraped_sample, tmp_path_factory.mktemp("patient") / "sample.db")
     settings = Settings.load(env={}, db=db, progress=False)
     questions = read_questions(WORKBOOK)
     with Chatbot(settings) as bot:

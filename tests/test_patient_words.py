@@ -194,7 +194,8 @@ def test_junk_from_the_keywords_model_still_gives_the_offline_answer(settings) -
     assert "ガイドライン" in request["messages"][0]["content"]  # the default pipeline's prompt
     assert answer.coverage == "governed" == offline.coverage
     assert answer.retrieval["top_score"] >= offline.retrieval["top_score"] - 1e-6
-    assert answer.retrieval["line_coverage"] >= offline.retrieval["line_coverage"] - 1e-6
+    # the coverage model: junk keywords never lower P(governed) (the better of without and with them)
+    assert answer.coverage_probability >= offline.coverage_probability - 1e-9
 
 
 def test_model_terms_bridge_a_patients_words(settings) -> None:

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from guiderag.processes import clean_env
 from guiderag.cli import main
 from guiderag.store import Store
 from sitekit import Site, html_page
+from storekit import copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 
@@ -48,12 +50,13 @@ def dump(url: str) -> list:
         return [(p.url, p.version, p.content_hash) for p in store.current_pages()]
 
 
-def test_the_sample_in_postgresql_answers_and_lists_as_sqlite_does(pg_database: str, tmp_path: Path) -> None:
-    sqlite_db = tmp_path / "s.db"
-    for where in (pg_database, str(sqlite_db)):
-        done = cli(["scrape", "--sample", "--db", where], tmp_path)
-        assert done.returncode == 0, done.stderr
-        assert "added 32" in done.stdout
+@pytest.mark.early  # nine CLI processes
+def test_the_sample_in_postgresql_answers_and_lists_as_sqlite_does(pg_database: str, scraped_sample: Path,
+                                                                   tmp_path: Path) -> None:
+    sqlite_db = copy_store(scraped_sample, tmp_path / "s.db")  # `scrape --sample` into SQLite (conftest)
+    done = cli(["scrape", "--sample", "--db", pg_database], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "added 32" in done.stdout
     pg_ask = cli(["ask", THYMIC, "--json", "--db", pg_database], tmp_path)
     sq_ask = cli(["ask", THYMIC, "--json", "--db", str(sqlite_db)], tmp_path)
     a, b = json.loads(pg_ask.stdout), json.loads(sq_ask.stdout)

@@ -7,6 +7,7 @@ from pathlib import Path
 from guiderag.eval.protocol_set import PROTOCOL_PATH, protocol_questions
 from guiderag.eval.workbook import read_questions, read_results
 from guiderag.cli import main
+from storekit import copy_store
 
 
 def test_shipped_workbook_is_the_generated_set():
@@ -18,10 +19,8 @@ def test_shipped_workbook_is_the_generated_set():
     assert [q.question.replace("胸腺腫瘍", "X") for q in qs[:4]] == [q.question.replace("小児の神経膠腫", "X") for q in qs[4:]]
 
 
-def test_protocol_set_on_the_sample_guideline(tmp_path: Path, capsys):
-    db = tmp_path / "sample.db"
-    assert main(["scrape", "--sample", "--db", str(db), "--no-progress"]) == 0
-    capsys.readouterr()
+def test_protocol_set_on_the_sample_guideline(scraped_sample: Path, tmp_path: Path, capsys, no_settings_env):
+    db = copy_store(scraped_sample, tmp_path / "sample.db")
     out = tmp_path / "protocol-results.xlsx"
     assert main(["eval", str(PROTOCOL_PATH), "--out", str(out), "--db", str(db), "--mode", "extract",
                  "--no-progress", "--json"]) == 0

@@ -159,7 +159,8 @@ def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Pa
 def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
     from guiderag.chatbot import Chatbot
 
-    settings = indexed_settings(tmp_path, PAGES)
+    # the rules' evidence gate (the coverage model weighs the same slots: tests/test_coverage_model.py)
+    settings = indexed_settings(tmp_path, PAGES, coverage_decision="rules")
     with Chatbot(settings) as bot:
         answer = bot.ask("手術のあと、いつから仕事に戻れますか")
         assert answer.coverage == "governed", answer.retrieval

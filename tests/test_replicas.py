@@ -3,8 +3,7 @@ PostgreSQL store give the same answers, and every request is audited exactly onc
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
+import os
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -14,7 +13,8 @@ import pytest
 import requests
 
 from apikit import serve
-from guiderag.processes import clean_env
+from guiderag.cli import main
+from guiderag.processes import SETTINGS_ENV_PREFIXES
 
 QUESTIONS = ["胸腺腫瘍にはどのような治療法がありますか？", "抗がん剤の副作用が心配です",
              "骨折したときのギプスの巻き方を教えてください", "放射線治療の副作用は？"]
@@ -35,12 +35,13 @@ def sample_pg(postgres: str, tmp_path_factory) -> Iterator[tuple[str, Path]]:
         admin.execute(f"CREATE DATABASE {name}")
     url = postgres.rsplit("/", 1)[0] + "/" + name
     xdg = tmp_path_factory.mktemp("replicas-xdg")
-    done = subprocess.run([sys.executable, "-m", "guiderag", "scrape", "--sample", "--db", url],
-                          env=clean_env(XDG_DATA_HOME=str(xdg)), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    # one audit row, so the table exists before the count below
-    subprocess.run([sys.executable, "-m", "guiderag", "ask", QUESTIONS[0], "--db", url],
-                   env=clean_env(XDG_DATA_HOME=str(xdg)), capture_output=True, timeout=300, check=True)
+    with pytest.MonkeyPatch.context() as env:  # in this process: the replicas are what is tested
+        for key in [k for k in os.environ if k.startswith(SETTINGS_ENV_PREFIXES)]:
+            env.delenv(key)
+        env.setenv("XDG_DATA_HOME", str(xdg))  # where the index of a PostgreSQL store lives
+        assert main(["scrape", "--sample", "--db", url, "--no-progress", "--delay", "0"]) == 0
+        # one audit row, so the table exists before the count below
+        assert main(["ask", QUESTIONS[0], "--db", url]) == 0
     yield url, xdg
 
 

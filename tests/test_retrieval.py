@@ -50,12 +50,17 @@ def test_best_passage_of_a_long_page_not_its_top(settings):
     assert 2 not in first.lines  # not the top of the page
 
 
-def test_out_of_scope_question_is_refused(retriever):
+def test_out_of_scope_question_is_refused(settings, retriever):
     result = retriever.search("糖尿病の食事療法について教えてください")
-    assert not result.governed
-    assert result.candidates == [] and result.passages == []
+    assert not result.governed and not result.to_json()["threshold_cleared"]
     assert result.top_score < result.threshold
+    # the reference is the passages over the floor, for the coverage model to weigh (and refuse)
+    assert result.passages and all(p.score < result.threshold for p in result.passages)
+    assert all(p.score >= settings.reference_floor for p in result.passages)
     assert "糖尿病" in result.unknown_terms
+    # no floor: nothing at all, as before the coverage model
+    bare = retrieval.load_retriever(settings.replace(reference_floor=0.0)).search("糖尿病の食事療法について教えてください")
+    assert not bare.governed and bare.candidates == [] and bare.passages == []
 
 
 @pytest.mark.parametrize("question", ["？", "What is the weather like today?", "   "])

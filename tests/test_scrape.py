@@ -283,7 +283,7 @@ def test_a_second_scrape_of_the_same_store_is_refused_while_one_runs(fast_settin
     site = _site(2)
     with site.serve() as base:
         toc = base + "/guide/index.html"
-        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 0
+        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index", "--delay", "0"]) == 0
         before, hits = _corpus(fast_settings), dict(site.hits)
         holder = subprocess.Popen(
             [sys.executable, "-c",
@@ -295,11 +295,11 @@ def test_a_second_scrape_of_the_same_store_is_refused_while_one_runs(fast_settin
         try:
             assert holder.stdout.readline().strip() == "held"
             capsys.readouterr()
-            assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 1
+            assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index", "--delay", "0"]) == 1
             err = capsys.readouterr().err
             assert "another scrape is writing to" in err and f"pid {holder.pid}" in err
             assert _corpus(fast_settings) == before and dict(site.hits) == hits
         finally:
             holder.communicate("\n", timeout=10)
         assert lock_path(fast_settings.db).read_text(encoding="utf-8") == ""
-        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index"]) == 0
+        assert main(["scrape", toc, "--db", str(fast_settings.db), "--no-progress", "--no-index", "--delay", "0"]) == 0

@@ -118,7 +118,8 @@ def _another_value(s):
     special = {"pipeline": "protocol", "mode": "generate", "guideline": "gastric", "db": Path("/tmp/other.db"),
                "openai_base_url": "http://127.0.0.1:9/v1", "display_timezone": "Europe/Paris",
                "question_capped_message": "{limit} / {chars}", "qa_threshold_exponent": 1.5,
-               "api_max_body_bytes": 2048, "summary_max_factor": 3.0, "api_cors_origins": "https://portal.example"}
+               "api_max_body_bytes": 2048, "summary_max_factor": 3.0, "api_cors_origins": "https://portal.example",
+               "coverage_decision": "rules"}
     if s.name in special:
         return special[s.name]
     if s.kind is bool:
@@ -156,6 +157,7 @@ BAD = {
     "lines_max_tokens": 0, "summary_max_factor": 1.0, "api_max_body_bytes": 100, "api_max_question_chars": 0,
     "display_timezone": "Mars/Olympus", "api_cors_origins": "portal.example.org", "api_workers": 0,
     "devbench_sample": -1, "eval_workers": -1,
+    "reference_floor": 1.5, "coverage_decision": "oracle", "coverage_operating_point": 2.0,
 }
 
 

@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 TREE = REPO / ".mypy_cache" / "package-tree"
 
@@ -36,6 +38,7 @@ def package_tree() -> Path:
     return root
 
 
+@pytest.mark.early  # mypy with a cold cache (a fresh checkout, CI): 15-20 s
 def test_mypy_passes_on_the_package() -> None:
     package_tree()
     proc = subprocess.run(

@@ -28,7 +28,7 @@ from guiderag.cli import main
 from guiderag.settings import Settings
 from guiderag.store import Store
 from openai_stub import OpenAIStub, Reply
-from storekit import copy_store
+from storekit import assert_verbatim, copy_store
 
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 SHORT_THYMIC = "胸腺腫の治療法は？"
@@ -70,16 +70,6 @@ def audit_row(db: Path, audit_id: int) -> dict:
         row = AuditLog(store.conn).get(audit_id)
     assert row is not None
     return row
-
-
-def assert_verbatim(db: Path, answer) -> None:
-    with Store(db, create=False) as store:
-        cited: list[str] = []
-        for p in answer.passages:
-            page = store.get_version(p.url, p.version)
-            assert p.text.split("\n") == [page.line(n) for n in p.lines]
-            cited += p.text.split("\n")
-    assert sorted(answer.answer.split("\n")) == sorted(cited)
 
 
 def extract_answer(db: Path, retriever, question: str):
@@ -293,7 +283,9 @@ class KeywordsLowerTheScore:
         self.inner = inner
 
     def search(self, question, keywords=None):
-        return self.inner.search(OUT_OF_SCOPE if keywords else question, None)
+        if keywords:  # nothing found: refused by the coverage model and by the rules alike
+            return self.inner.empty_result(question, list(keywords), "fault injection: the keywords found nothing")
+        return self.inner.search(question, None)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -342,7 +334,8 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
     """model_concurrency=1: a second ask waits for the first's call; past the queue timeout
     it is a model failure (here: fall back), and it says it was busy."""
     ref = number_reference(sample_retriever.search(THYMIC).passages)
-    with OpenAIStub(default=Reply("行: 1", delay_s=1.5)) as stub:
+    gate = threading.Event()  # the first call is answered once the second has given up
+    with OpenAIStub(default=Reply("行: 1", gate=gate, delay_s=30)) as stub:
         results: dict[str, object] = {}
         stages: list[str] = []
 
@@ -351,10 +344,14 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
 
         t = threading.Thread(target=first)
         t.start()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while stub.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert stub.calls == 1  # the first holds the one slot now
         with Chatbot(settings_for(stub, db, model_concurrency=1, model_queue_timeout_s=0.3,
                                   fallback_to_extract=True), retriever=sample_retriever) as bot:
             second = bot.ask(THYMIC, "lines", progress=lambda stage, chars: stages.append(stage))
+        gate.set()
         t.join()
         assert stub.calls == 1  # the second never reached the server
     assert len(ref) >= 1 and results["first"].mode == "lines"  # type: ignore[attr-defined]

@@ -41,7 +41,7 @@ def wheel(tmp_path_factory) -> Path:
     # the next wheel built from the checkout.
     source = tmp_path_factory.mktemp("source") / "guiderag"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", ".mypy_cache", "__pycache__", ".pytest_cache", "artifacts"))
+        ".git", ".venv", "build", "dist", "*.egg-info", ".mypy_cache", "__pycache__", ".pytest_cache", ".hypothesis", "artifacts"))
     out = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         cwd=out, env=dict(os.environ))
