@@ -8,7 +8,8 @@ round-robin over the replicas until `requests` answers are in or `seconds` have 
 It prints requests per second, p50/p95 latency, errors, the audit rows the store gained
 (which must equal the requests answered), and the CPU the serving processes spent per
 answer (read from /proc: it does not depend on what else the machine runs), and compares
-with the cost of one question through the CLI (`guiderag ask`, a new process each time).
+with the cost of one question through the CLI (`guiderag ask`, a new process each time)
+and in-process (`Library.ask`, api.askbench: CPU per question and MeCab parses per ask).
 
 Timings are of this machine under whatever else it runs: compare the rows of one run.
 """
@@ -35,6 +36,8 @@ from guiderag.settings import Settings
 from guiderag.redact import redact
 from guiderag.store import Store
 from guiderag.store.pages import store_exists
+
+from .askbench import in_process
 
 QUESTIONS = (
     "胸腺腫瘍にはどのような治療法がありますか？",
@@ -276,9 +279,11 @@ def run(settings: Settings, *, clients: Sequence[int], total: int, seconds: floa
             notes.append("no --pg URL: PostgreSQL rows left out")
             starts = startup(db, work)
         cli = cli_cost(db)
+        own = in_process(settings, db)
     notes.append(f"load average {os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} cores; server_cpu_ms and "
                  "client_cpu_ms: CPU per answer of the serving processes and of the client threads")
-    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "startup": starts, "notes": notes}
+    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "in_process": own, "startup": starts,
+            "notes": notes}
 
 
 def _has_pages(location: str) -> bool:
@@ -296,6 +301,14 @@ def table(report: dict) -> str:
         lines.append("\t".join(str(row[c]) for c in cols))
     lines.append(f"# guiderag ask through the CLI (a new process per question): "
                  f"{report['cli_seconds_per_question']} s per question")
+    own = report.get("in_process")
+    if own:
+        lines.append(f"# in-process Library.ask (extract, SQLite, audit row included), {own['questions']} questions "
+                     f"not asked before: {own['cpu_ms_per_ask']} ms CPU per question ({own['wall_ms_per_ask']} ms "
+                     f"wall); MeCab parses (retrieval.analyzer.tokenize) per ask: {own['tokenize_per_ask']}")
+        for entry in own.get("profile_top", [])[:6]:
+            lines.append(f"#   profile: {entry['function']}: {entry['own_ms_per_ask']} ms own, "
+                         f"{entry['cumulative_ms_per_ask']} ms with callees per ask ({entry['calls']} calls)")
     for start in report.get("startup", []):
         lines.append(f"# a replica that {start['replica'] if start['replica'].startswith('builds') else 'reads a ' + start['replica']}: "
                      f"ready in {start['seconds_to_ready']} s")

@@ -123,15 +123,17 @@ class Library:
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
-    def route(self, question: str, requested: str | None = None) -> rt.Routing:
-        """Which guideline answers `question` (already cleaned), and how it was chosen."""
+    def route(self, question: str, requested: str | None = None, *, store: Store | None = None) -> rt.Routing:
+        """Which guideline answers `question` (already cleaned), and how it was chosen.
+        `store`: the calling thread's connection the calibrations are read through (else
+        the library's own, for a caller on one thread)."""
         name = self.check_requested(requested)
         if name != AUTO_GUIDELINE:
             return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
         if len(self.guidelines) <= 1:
             only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
             return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
-        evidence = [self.evidence(gid, question) for gid in self.ids]
+        evidence = [self.evidence(gid, question, store=store) for gid in self.ids]
         chosen, governed = rt.offline_choice(evidence)
         routing = rt.Routing(requested=name, chosen=chosen, method=rt.OFFLINE, governed=governed,
                              evidence=evidence)
@@ -139,13 +141,13 @@ class Library:
             self._ask_model(question, routing)
         return routing
 
-    def evidence(self, gid: str, question: str) -> rt.Evidence:
+    def evidence(self, gid: str, question: str, *, store: Store | None = None) -> rt.Evidence:
         """One guideline's retrieval evidence for a question (offline keywords), judged by
         that guideline's own evidence gate: its coverage model (its calibration, read from
         the store now), or under the rules as far as the threshold and the line coverage go
         (chatbot.gate: the asked-figure rule is the answer's alone)."""
         result = self.retriever(gid).search(question, None)
-        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=self.store)
+        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=store or self.store)
         p = verdict.coverage.probability if verdict.coverage is not None else None
         return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered, p)
 
@@ -196,9 +198,9 @@ class Library:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
                     return bot.ask(question, mode)
-            routing = self.route(text, name)
+            routing = self.route(text, name, store=store)
         else:
-            routing = self.route(question, name)
+            routing = self.route(question, name, store=store)
         with self.chatbot(routing.chosen, routing, store=store) as bot:
             return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
 

@@ -34,7 +34,7 @@ from guiderag.store.structure import HEADING_MAX_CHARS
 from . import answer_kinds, framing
 
 # Bumped when what is stored for a line changes (the index fingerprint holds it).
-LINES_VERSION = "1"
+LINES_VERSION = "2"  # 2: the titles' index terms, the odds bit
 # Analyses of lines kept by ComputedLines (the same reference lines recur across questions).
 COMPUTED_CACHE = 8192
 # Term sets of stored lines kept as Python sets (built from the stored ids on first use).

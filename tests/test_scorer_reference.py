@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import Counter
 from types import SimpleNamespace
 
@@ -276,8 +277,10 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
     retriever = OursRetriever(settings, corpus.pages, build_data(corpus.pages, "v", settings, analyzer), analyzer,
                               guideline="default")
     thresholds = retriever._thresholds()
-    above_any = 0
-    for question in [*corpus.queries, "存在しない語彙ばかりの質問です"]:
+    above_any = below_any = 0
+    # a corpus word among words the corpus never uses: a score below the threshold, over the floor
+    diluted = [q + extra for q in corpus.queries[:10] for extra in ("火山", "火山と噴火", "火山と噴火と深海")]
+    for question in [*corpus.queries, "存在しない語彙ばかりの質問です", *diluted]:
         query = retriever.query(question)[0]
         every, _, unknown = retriever.query_scores(query)
         hits = retriever.scorer.query_hits(query, thresholds)
@@ -288,7 +291,18 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
         assert hits.top == float(every.max()) and hits.unknown == unknown
         above_any += len(reaching)
-    assert above_any > 0
+        # below the threshold, the reference floor (settings.reference_floor): when no passage
+        # reaches its threshold, every passage over the floor is listed, exactly
+        floor = 0.01
+        low = retriever.scorer.query_hits(query, thresholds, floor)
+        if len(reaching):
+            assert np.array_equal(low.rows, hits.rows) and np.array_equal(low.scores, hits.scores)
+        else:
+            over = np.flatnonzero(every >= floor)
+            assert np.array_equal(low.rows[low.scores >= floor], over), question
+            assert np.array_equal(low.scores, every[low.rows]) and low.top == float(every.max())
+            below_any += len(over)
+    assert above_any > 0 and below_any > 0
 
 
 # --- the stored line analyses (retrieval.lines) -------------------------------------------
@@ -371,3 +385,76 @@ def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int
     # a page object the index does not hold is analysed afresh
     other = dataclasses.replace(retriever.pages[0], lines=("別の行です。",))
     assert stored.line(other, 1) == fresh.line(other, 1)
+
+
+# --- the coverage decision reads the index, not MeCab (retrieval.evidence, chatbot.coverage) --
+
+# What chatbot.coverage_features read as odds on a line before the index stored it (the
+# plain rule, NFKC text).
+ODDS_LINE = re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人")
+
+
+def _retriever_of(pages: list[PageVersion], **overrides) -> OursRetriever:
+    settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
+    analyzer = make_analyzer(settings)
+    return OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer, guideline="default")
+
+
+def test_the_evidence_read_off_the_index_equals_the_page_matrix_and_fresh_titles(monkeypatch) -> None:
+    """retrieval.evidence reads each page's distinct terms, the pages holding a term with its
+    weight there, and the best page's title terms from the index (one term matrix, the
+    stored titles' terms): the same as the page-term matrix alone and MeCab on the title."""
+    import unicodedata
+
+    from guiderag.chatbot.coverage import page_facts
+    from guiderag.chatbot.coverage_features import PageFacts
+    from guiderag.retrieval import evidence
+
+    pages = _pages_with_every_kind_of_line(31)
+    pages[1] = dataclasses.replace(pages[1], lines=(*pages[1].lines, "5年生存率は約70%です。", "10人に1人です"))
+    retriever = _retriever_of(pages)
+    cache = evidence._cache(retriever)
+    page_matrix = retriever.data.level("terms", "pages")  # CSR, one row per page
+    assert np.array_equal(cache.lengths, np.diff(page_matrix.indptr))
+    by_column = page_matrix.tocsc()
+    by_column.sort_indices()
+    for col in range(len(retriever.data.term_vocab)):
+        rows, values = evidence._page_rows(cache, col)
+        lo, hi = by_column.indptr[col], by_column.indptr[col + 1]
+        assert np.array_equal(rows, by_column.indices[lo:hi]) and np.array_equal(values, by_column.data[lo:hi])
+    odds = 0
+    for row, page in enumerate(retriever.pages):
+        title = unicodedata.normalize("NFKC", page.title)
+        assert evidence._title_terms(retriever, cache, row) == frozenset(t.text for t in retriever.analyzer.terms(title))
+        facts = page_facts(page, retriever.line_analyses)
+        assert facts == PageFacts.of((page.title, *page.lines))
+        want = any(ODDS_LINE.search(unicodedata.normalize("NFKC", t)) for t in (page.title, *page.lines))
+        assert facts.odds == want
+        odds += want
+    assert odds > 0
+
+
+@pytest.mark.parametrize("seed", [41, 42])
+def test_the_coverage_decision_on_stored_analyses_equals_it_on_fresh_ones(seed: int) -> None:
+    """The coverage model's features (line coverage, the pages' figure kinds and odds, the
+    query's evidence) measured on the line analyses the index stored are those measured on
+    the same lines analysed afresh by MeCab, question by question, with and without keywords."""
+    from guiderag.chatbot.coverage import measure_inputs
+    from guiderag.retrieval.lines import ComputedLines
+
+    corpus = generate_corpus(30, 30, seed=seed)
+    pages = [*corpus.pages[:24], *_pages_with_every_kind_of_line(seed)]
+    retriever = _retriever_of(pages)
+    fresh = ComputedLines(retriever.analyze)
+    questions = [*corpus.queries, "手術のあと、いつから歩けますか", "費用の自己負担額はいくらですか",
+                 "5年生存率は何パーセントですか", "存在しない語彙ばかりの質問です"]
+    measured = 0
+    for question in questions:
+        result = retriever.search(question)
+        for keywords in ((), tuple(result.keywords), ("副作用", "費用")):
+            stored = measure_inputs(question, result, retriever, retriever.analyze, keywords=keywords)
+            again = measure_inputs(question, result, retriever, retriever.analyze, keywords=keywords, lines=fresh)
+            assert stored == again, (question, keywords)
+            assert stored.measure().values == again.measure().values
+            measured += bool(result.passages)
+    assert measured > 0
