@@ -14,10 +14,13 @@ import cProfile
 import pstats
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from guiderag.resources import question_set
 from guiderag.settings import EXTRACT, Settings
+
+if TYPE_CHECKING:
+    from guiderag.chatbot.library import Library
 
 # Asked first by each library (its index loaded, its resources read), not measured.
 WARM_UP = ("胸腺腫瘍にはどのような治療法がありますか？", "抗がん剤の副作用が心配です", "骨折したときのギプスの巻き方を教えてください")
@@ -40,7 +43,7 @@ def sample_questions(path: Path | None = None) -> list[str]:
     return [str(r[col]) for r in rows[1:] if r[col]]
 
 
-def _library(settings: Settings, db: str):  # -> Library
+def _library(settings: Settings, db: str) -> Library:
     from guiderag.chatbot.library import Library
 
     library = Library(settings.replace(db=db, mode=EXTRACT))

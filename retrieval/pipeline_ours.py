@@ -106,9 +106,9 @@ class OursRetriever(Retriever):
         coverage decision and answer read the same queries (never changed once built)."""
         return self._queries(question, tuple(keywords))
 
-    def _query(self, question: str, keywords: tuple[str, ...]) -> tuple[Query, Query | None]:
+    def _query(self, question: str, given: tuple[str, ...]) -> tuple[Query, Query | None]:
         base = self.builder.build([question])
-        keywords = clean_keywords(keywords)
+        keywords = clean_keywords(given)
         if not keywords:
             return base, None
         extended = self.builder.build(keywords, known_only=True, base=base)

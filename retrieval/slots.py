@@ -91,18 +91,13 @@ def lookup_forms(term: Term) -> list[str]:
     return list(dict.fromkeys(f for f in forms if f))
 
 
+# Hiragana to katakana and back (U+3041..3096 <-> U+30A1..30F6): one str.translate.
+_KANA_SWAP = {**{c: c + 0x60 for c in range(0x3041, 0x3097)}, **{c: c - 0x60 for c in range(0x30A1, 0x30F7)}}
+
+
 def _other_kana(text: str) -> str:
     """Hiragana as katakana and katakana as hiragana (さらさら / サラサラ)."""
-    out = []
-    for ch in text:
-        c = ord(ch)
-        if 0x3041 <= c <= 0x3096:
-            out.append(chr(c + 0x60))
-        elif 0x30A1 <= c <= 0x30F6:
-            out.append(chr(c - 0x60))
-        else:
-            out.append(ch)
-    return "".join(out)
+    return text.translate(_KANA_SWAP)
 
 
 # A question text as the query builder reads it: its query tokens (Analyzer.query_tokens)
