@@ -13,6 +13,7 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from .app import create_app
+    from .protocol import with_request_timeout
 
     app = create_app(settings)
     workers = settings.api_workers
@@ -20,7 +21,8 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
           f"with {workers} worker{'s' if workers != 1 else ''} "
           f"(API key {'required' if settings.api_key else 'not set: open to anyone who can connect'})",
           file=sys.stderr)
-    options = dict(log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=10)
+    options = dict(log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=10,
+                   http=with_request_timeout(settings.api_request_timeout_s))
     if workers == 1:
         uvicorn.run(app, host=args.host, port=args.port, **options)  # type: ignore[arg-type]
         return 0
@@ -51,6 +53,13 @@ def run_loadbench(args: argparse.Namespace, settings: Settings) -> int:
     """k concurrent clients against 1 and 2 replicas (SQLite, and PostgreSQL with --pg)."""
     from .loadbench import print_report, run
 
+    if args.pg:
+        from guiderag.errors import InputError
+        from guiderag.resources import check_postgres_url, is_postgres_url
+
+        if not is_postgres_url(args.pg):
+            raise InputError("--pg takes a postgresql:// URL")
+        check_postgres_url(args.pg)  # one that libpq would misread: exit 2, quoting none of it
     preloads = {"on": (True,), "off": (False,), "both": (True, False)}[args.preload]
     report = run(settings, clients=_counts(args.clients, "--clients"), total=args.requests, seconds=args.seconds,
                  replica_counts=_counts(args.replicas, "--replicas"), pg_url=args.pg,

@@ -86,6 +86,9 @@ class Answer:
     # question), None under the rules before the model; and why, in sentences.
     coverage_probability: float | None = None
     coverage_reasons: list[str] = field(default_factory=list)
+    # How a follow-up was read with the conversation's earlier questions (chatbot.conversation):
+    # {"completed_question", "from_turns", "carried_terms", "phrase"}; None when nothing was carried
+    context: dict[str, Any] | None = None
     # The retrieval the answer came from (not in the JSON: evaluation scores its reference).
     retrieval_result: RetrievalResult | None = field(default=None, repr=False, compare=False)
 
@@ -123,6 +126,7 @@ class Answer:
             "routing": dict(self.routing) if self.routing is not None else None,
             "coverage_probability": self.coverage_probability,
             "coverage_reasons": list(self.coverage_reasons),
+            "context": dict(self.context) if self.context is not None else None,
         }
 
     @property

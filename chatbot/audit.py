@@ -59,6 +59,14 @@ def _model_columns(model_use: dict[str, Any], model_replies: dict[str, str]) -> 
     }
 
 
+def _conversation_column(conversation: dict[str, Any] | None) -> dict[str, Any]:
+    """The audit column of a follow-up: its history and what was carried (none when the
+    question was asked alone, so a row of a question alone is as it always was)."""
+    if conversation is None:
+        return {}
+    return {"conversation": json.dumps(conversation, ensure_ascii=False)}
+
+
 @dataclass(frozen=True)
 class Gap:
     """A not-covered question (normalised) and how often it was asked."""
@@ -88,9 +96,12 @@ class AuditLog:
 
     # -- writing --------------------------------------------------------------------
     def record(
-        self, answer: Answer, *, requested_mode: str | None = None, keywords_model: str | None = None
+        self, answer: Answer, *, requested_mode: str | None = None, keywords_model: str | None = None,
+        conversation: dict[str, Any] | None = None,
     ) -> int:
-        """Write one row for an answer (in its own transaction) and return its id."""
+        """Write one row for an answer (in its own transaction) and return its id.
+        `conversation`: the history a follow-up was read with and how it was read
+        (chatbot.conversation.Reading.audit_json), None for a question asked alone."""
         retrieval = answer.retrieval or {}
         shown = [
             {"url": p.url, "version": p.version, "lines": list(p.lines), "content_hash": p.content_hash,
@@ -120,6 +131,7 @@ class AuditLog:
             "guideline": (answer.guideline or {}).get("id"),
             "routing": json.dumps(answer.routing, ensure_ascii=False) if answer.routing is not None else None,
             **_model_columns(answer.model_use, answer.model_replies),
+            **_conversation_column(conversation),
         })
 
     def record_error(
@@ -137,6 +149,7 @@ class AuditLog:
         routing: dict[str, Any] | None = None,
         model_use: dict[str, Any] | None = None,
         model_replies: dict[str, str] | None = None,
+        conversation: dict[str, Any] | None = None,
     ) -> int:
         """Write one row for an ask that ended in an error (nothing was shown)."""
         retrieval = retrieval or {}
@@ -161,11 +174,12 @@ class AuditLog:
             "guideline": guideline,
             "routing": json.dumps(routing, ensure_ascii=False) if routing is not None else None,
             **_model_columns(model_use or {}, model_replies or {}),
+            **_conversation_column(conversation),
         })
 
     def _insert(self, row: dict[str, Any]) -> int:
         # An error message may quote a URL with credentials (a model endpoint): never stored.
-        for key in ("error", "answer_json", "model_use", "model_replies"):
+        for key in ("error", "answer_json", "model_use", "model_replies", "conversation"):
             if isinstance(row.get(key), str):
                 row[key] = redact(row[key])
         try:

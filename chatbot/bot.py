@@ -25,6 +25,11 @@ A model that cannot be used falls back to extract, and says so:
   only costs the model's keywords: the question's own are used.
 No partial or unverified model text is ever returned. What each model did is
 `Answer.model_use` (chatbot.record, MODEL USE).
+
+With `history` (the conversation's earlier questions), the question is read first
+(chatbot.conversation): a follow-up is searched completed by the terms it leans on, and
+answered only when its own words are spoken to on the page that answers it; the answer's
+`context` says how it was read, and the audit row records the history.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ from guiderag.store import Store
 
 from .answer import FAILED, FELL_BACK, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED, KEYWORDS_USED, Answer
 from .audit import AuditLog
+from .conversation import TOPIC_SWITCH, Reader, Reading, clean_history
 from .coverage_reasons import rule_reason
 from .gate import EvidenceGate, Verdict
 from .llm import LLMClient, Progress
@@ -51,6 +57,9 @@ if TYPE_CHECKING:
 
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
+# Why a follow-up read with carried terms is refused (chatbot.conversation, rule 5).
+OWN_WORDS_MISSING = ("the follow-up's own words are not spoken to on the page that answers the earlier "
+                     "topic (conversation reading)")
 
 
 class Chatbot:
@@ -117,12 +126,20 @@ class Chatbot:
             self._modes[name] = MODE_CLASSES[name](self.settings, self.retriever, self.gate.analyze, self.llm)
         return self._modes[name]
 
+    @property
+    def reader(self) -> Reader:
+        """How a question of a conversation is read against this guideline."""
+        return Reader(self.settings, self.retriever, self.gate, self.store)
+
     # -- asking -------------------------------------------------------------------
-    def ask(self, question: str, mode: str | None = None, *, progress: Progress | None = None) -> Answer:
-        """Answer one question on its own (no history). The audit row is written first.
+    def ask(self, question: str, mode: str | None = None, *, progress: Progress | None = None,
+            history: Sequence[str] | None = None, reading: Reading | None = None) -> Answer:
+        """Answer one question, read with the conversation's earlier questions (`history`,
+        oldest first) when given. The audit row is written first.
 
         `progress(stage, chars)` hears where the answer is: "keywords" and "answering" (a
-        model is writing; chars so far), "queued" (waiting for a free model slot)."""
+        model is writing; chars so far), "queued" (waiting for a free model slot).
+        `reading`: how the question was already read (chatbot.library reads it to route)."""
         started = time.perf_counter()
         mode = mode or self.settings.mode
         record = AskRecord(self.llm, progress)
@@ -130,25 +147,38 @@ class Chatbot:
             if mode not in MODES:
                 raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
             cleaned = clean_question(question, self.settings)
+            earlier = clean_history(history, self.settings)
         except InputError as exc:
             self._record_error(_printable(question), exc, mode, record, started)
             raise
         text = cleaned.text
+        if not earlier:
+            reading = Reading(text, text)  # a question alone, read as it always was
+        elif reading is None or reading.question != text or reading.history != earlier:
+            try:
+                reading = self.reader.read(text, earlier)
+            except StoreError:
+                raise
+            except Exception as exc:  # a bug or an unexpected failure: still leave a trace
+                self._record_error(text, exc, mode, record, started)
+                raise
         try:
-            answer = self._answer(text, mode, record)
+            answer = self._answer(reading, mode, record)
         except ModelReplyError as exc:  # the model answered, unusably: always the verbatim answer
-            answer = self._fallback(text, mode, exc, record, failure="reply")
+            answer = self._fallback(reading, mode, exc, record, failure="reply")
         except ModelError as exc:
             if not self.settings.fallback_to_extract:
                 record.use_failed(exc, FAILED, mode)
-                self._record_error(text, exc, mode, record, started)
+                self._record_error(text, exc, mode, record, started, reading)
                 raise
-            answer = self._fallback(text, mode, exc, record, failure="call")
+            answer = self._fallback(reading, mode, exc, record, failure="call")
         except StoreError:
             raise
         except Exception as exc:  # a bug or an unexpected failure: still leave a trace
-            self._record_error(text, exc, mode, record, started)
+            self._record_error(text, exc, mode, record, started, reading)
             raise
+        answer.question = text
+        answer.context = reading.context_json()
         answer.notes = list(cleaned.notes) + answer.notes
         if record.coverage is not None:  # the coverage model decided: P and why
             answer.coverage_probability = round(record.coverage.probability, 4)
@@ -161,22 +191,38 @@ class Chatbot:
         answer.model_replies = record.replies
         answer.latency_ms = (time.perf_counter() - started) * 1000.0
         answer.audit_id = self.audit.record(
-            answer, requested_mode=mode, keywords_model=record.keywords_model
+            answer, requested_mode=mode, keywords_model=record.keywords_model, conversation=reading.audit_json()
         )
         return answer
 
-    def _answer(self, question: str, mode: str, record: AskRecord) -> Answer:
+    def _answer(self, reading: Reading, mode: str, record: AskRecord) -> Answer:
         if mode != EXTRACT:
             self.llm.require("answer")  # ModelNotConfiguredError before any work
+        question = reading.text
         keywords = self._keywords(question, record)
-        result = self._search(question, keywords, record)
+        if (reading.history and reading.how != TOPIC_SWITCH and self.llm.configured("keywords")
+                and self.settings.pipeline != PROTOCOL):
+            from .rewrite import rewrite_terms  # a follow-up rewritten by the keywords model: may only add
+
+            keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,
+                                     self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
+        # a question alone is searched as it always was; a follow-up with its carried terms
+        result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
         record.searched(result)
         verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
-        if not verdict.covered:
-            record.not_asked(mode, verdict.reason)
+        reason = verdict.reason if not verdict.covered else self._own_words_missing(reading, result)
+        if reason:
+            record.not_asked(mode, reason)
             return refusal(self.settings, question, mode, result, retrieval)
         return self.mode(mode).answer(question, result, retrieval, record)
+
+    def _own_words_missing(self, reading: Reading, result: RetrievalResult) -> str:
+        """Why a follow-up read with carried terms is refused although the gate covers it
+        completed (chatbot.conversation, rule 5), or "" when it is not."""
+        if not reading.carried or self.reader.own_words_found(reading.text, result):
+            return ""
+        return OWN_WORDS_MISSING
 
     def _keywords(self, question: str, record: AskRecord) -> list[str] | None:
         """Model keywords when a keywords model is configured; None means offline."""
@@ -206,16 +252,18 @@ class Chatbot:
                    **({} if keywords else {"reason": "no keyword could be read from the reply"}))
         return keywords or None  # nothing usable: offline keywords
 
-    def _search(self, question: str, keywords: list[str] | None, record: AskRecord) -> RetrievalResult:
+    def _search(self, question: str, keywords: list[str] | None, record: AskRecord,
+                context: Sequence[str] = ()) -> RetrievalResult:
         """Retrieval with the model's keywords, which may only add evidence: when they leave
         the question refused (threshold or evidence gate) but its own words would not, the
-        question's own keywords are used. The protocol pipeline stays as published."""
-        result: RetrievalResult = self.retriever.search(question, keywords)
+        question's own keywords are used. The protocol pipeline stays as published.
+        `context`: the terms a follow-up leans on (the question as read)."""
+        result: RetrievalResult = self._retrieve(question, keywords, context)
         if keywords is not None:
             record.model_keywords = list(result.keywords)  # they may only raise the coverage model's P
         if keywords is None or result.pipeline == PROTOCOL or self._passes(question, result, record.model_keywords):
             return result
-        own: RetrievalResult = self.retriever.search(question, None)
+        own: RetrievalResult = self._retrieve(question, None, context)
         if not self._passes(question, own):
             return result
         record.model_keywords = []
@@ -223,7 +271,17 @@ class Chatbot:
             f"the model's keywords left the question below the threshold or the evidence gate "
             f"(top score {result.top_score:.3f}), its own words do not ({own.top_score:.3f}): "
             f"used {list(own.keywords)}"))
+        rewrite = record.model_use.get("rewrite")
+        if rewrite is not None and rewrite.get("outcome") == KEYWORDS_USED:  # its terms went with them
+            rewrite.update(outcome=KEYWORDS_IGNORED, reason="its terms left the question refused; not used")
         return own
+
+    def _retrieve(self, question: str, keywords: list[str] | None, context: Sequence[str]) -> RetrievalResult:
+        """retriever.search, with the context only when there is one (a question alone is
+        searched exactly as it always was)."""
+        if context:
+            return self.retriever.search(question, keywords, context=context)
+        return self.retriever.search(question, keywords)
 
     def _passes(self, question: str, result: RetrievalResult, keywords: Sequence[str] = ()) -> bool:
         """Whether a retrieval would be answered: the coverage model's verdict, or under the
@@ -240,18 +298,19 @@ class Chatbot:
 
     # -- falling back ---------------------------------------------------------------
     def _fallback(
-        self, question: str, mode: str, exc: ModelError, record: AskRecord, *, failure: str
+        self, reading: Reading, mode: str, exc: ModelError, record: AskRecord, *, failure: str
     ) -> Answer:
         """The model could not be used: answer offline (extract), saying why."""
+        question = reading.text
         if failure == "reply":
             note = f"{mode} mode: {exc}; answered with extract instead"
         else:
             note = f"{mode} mode failed ({exc}); answered with extract instead"
         result = record.result
         if result is None:  # failed before retrieval (no answer model configured): offline keywords
-            result = self.retriever.search(question, None)
+            result = self._retrieve(question, None, reading.terms)
             record.searched(result)
-        answer = self._offline(question, result, note, record)
+        answer = self._offline(reading, result, note, record)
         shown = "extract" if answer.governed else "refusal"
         if failure == "reply":
             code = exc.code if isinstance(exc, ModelReplyError) else "unusable"
@@ -260,11 +319,12 @@ class Chatbot:
             record.use_failed(exc, FELL_BACK, mode, shown)
         return answer
 
-    def _offline(self, question: str, result: RetrievalResult, note: str, record: AskRecord) -> Answer:
+    def _offline(self, reading: Reading, result: RetrievalResult, note: str, record: AskRecord) -> Answer:
         """The extract answer (or the refusal) for a result, through the same gate."""
+        question = reading.text
         verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
-        if not verdict.covered:
+        if not verdict.covered or self._own_words_missing(reading, result):
             return refusal(self.settings, question, EXTRACT, result, retrieval, error=note)
         extract = Extract(self.settings, self.retriever, self.gate.analyze, self.llm)
         return extract.answer(question, result, retrieval, error=note)
@@ -283,7 +343,8 @@ class Chatbot:
         return self.guideline
 
     def _record_error(
-        self, question: str, exc: BaseException, mode: str | None, record: AskRecord, started: float
+        self, question: str, exc: BaseException, mode: str | None, record: AskRecord, started: float,
+        reading: Reading | None = None,
     ) -> None:
         result = record.result
         guideline = self._guideline_ref()
@@ -301,6 +362,7 @@ class Chatbot:
             routing=self.routing,
             model_use=record.model_use,
             model_replies=record.replies,
+            conversation=reading.audit_json() if reading is not None else None,
         )
 
 

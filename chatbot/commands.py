@@ -11,6 +11,7 @@ from guiderag.store import Store
 
 from .answer import Answer
 from .audit import AuditLog
+from .conversation import check_history, context_line
 from .library import Library
 
 SUMMARY_LABEL = "要約（AIが生成した文章です。下の原文で確かめてください）"
@@ -24,8 +25,10 @@ NO_GUIDELINE_LABEL = "どのガイドラインにも記載がありません"
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question from the guideline that governs it (--guideline ID|auto):
     readable text with sources, or one JSON object with --json."""
+    history = getattr(args, "history", None)
+    check_history(history, settings)  # exit 2 beyond the bounds, before anything is asked
     with Library(settings) as library:
-        answer = library.ask(args.question, getattr(args, "mode", None))
+        answer = library.ask(args.question, getattr(args, "mode", None), history=history)
     for note in answer.notes:
         print(f"guiderag: note: {note}", file=sys.stderr)
     if answer.error:
@@ -40,6 +43,9 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
 def format_answer(answer: Answer) -> str:
     """The answer as a person reads it in a terminal."""
     out: list[str] = []
+    read_as = context_line(answer.context)
+    if read_as:
+        out.append(f"（{read_as}）")
     if answer.fell_back:
         out.append(f"（{FALLBACK_NOTE}）")
     if not answer.governed:

@@ -51,9 +51,10 @@ def measure_result(question: str, result: RetrievalResult, retriever: OursRetrie
                           lines=lines).measure()
 
 
-def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str]) -> bool:
-    """Whether the keywords add terms the corpus knows to the question's query."""
-    return bool(keywords) and retriever.query(question, keywords)[1] is not None
+def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str], context: Sequence[str] = ()) -> bool:
+    """Whether the keywords add terms the corpus knows to the question's query (completed by
+    a follow-up's `context`)."""
+    return bool(keywords) and retriever.query(question, keywords, context)[1] is not None
 
 
 def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
@@ -64,8 +65,10 @@ def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetrie
     question is analysed."""
     lines = retriever.line_analyses if lines is None else lines
     evidence = query_evidence(retriever, question, result, keywords)
+    # a follow-up is measured as read: completed by the terms it leans on (chatbot.conversation);
+    # the slots its search built when the keywords are the search's
     slots = result_slots(retriever, question, result) if tuple(keywords) == tuple(result.keywords) \
-        else retriever.query_slots(question, keywords)
+        else retriever.query_slots(question, keywords, *([result.context] if result.context else []))
     coverage = (line_coverage(question, result.passages, analyze, slots=slots[-1], lines=lines)
                 if slots and result.passages else 0.0)
     top = PageFacts()

@@ -90,7 +90,7 @@ class CoverageDecision:
         cut = self.model.operating_point if operating_point is None else operating_point
         own = None if operating_point is None else self.model.operating_point
         measured = measure_result(question, result, retriever, analyze, lines=lines)
-        if result.passages and adds_terms(retriever, question, keywords):
+        if result.passages and adds_terms(retriever, question, keywords, result.context):
             with_keywords = measure_result(question, result, retriever, analyze, keywords=keywords, lines=lines)
             if self.model.probability(with_keywords.values) > self.model.probability(measured.values):
                 measured = with_keywords

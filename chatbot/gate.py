@@ -200,7 +200,7 @@ class EvidenceGate:
         `query_weights`."""
         if self.settings.min_line_coverage <= 0:
             return None
-        slots = query_slots(self.retriever, question, result)
+        slots = query_slots(self.retriever, question, result)  # a follow-up's with the terms it leans on
         if not slots:
             weights = self.retriever.query_weights(question, result.keywords)
             return line_coverage(question, result.passages, self.analyze, weights, result.keywords, lines=self.lines)

@@ -28,6 +28,7 @@ from guiderag.store.pages import store_exists
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
+from .conversation import Reader, Reading, clean_history
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
@@ -151,6 +152,29 @@ class Library:
         p = verdict.coverage.probability if verdict.coverage is not None else None
         return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered, p)
 
+    def route_follow_up(self, question: str, history: Sequence[str], *,
+                        store: Store | None = None) -> tuple[rt.Routing, Reading] | None:
+        """A conversation stays with its guideline: the one the latest earlier question that
+        some guideline governs on its own is routed to (offline). When that guideline reads
+        `question` (cleaned) as leaning on the earlier ones (chatbot.conversation: carried
+        terms, or its own words finding the earlier topic's page), it answers it; else None
+        (the question carries a topic of its own: routed alone)."""
+        for earlier in reversed(history):
+            chosen, governed = rt.offline_choice([self.evidence(gid, earlier, store=store) for gid in self.ids])
+            if not governed:
+                continue
+            reading = self.reader(chosen, store=store).read(question, history)
+            if not (reading.carried or reading.same_topic):
+                return None
+            return rt.Routing(requested=AUTO_GUIDELINE, chosen=chosen, method=rt.CONVERSATION, governed=True,
+                              conversation=earlier), reading
+        return None
+
+    def reader(self, gid: str, *, store: Store | None = None) -> Reader:
+        """How one guideline reads a question of a conversation (chatbot.conversation);
+        `store`: the calling thread's connection its calibration is read through."""
+        return Reader(self.settings, self.retriever(gid), self.gate(gid), store or self.store)
+
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
         one of the stored ids."""
@@ -177,32 +201,42 @@ class Library:
     # -- asking ---------------------------------------------------------------------
     def ask(
         self, question: str, mode: str | None = None, guideline: str | None = None, *,
-        progress: Progress | None = None, store: Store | None = None,
+        progress: Progress | None = None, store: Store | None = None, history: Sequence[str] | None = None,
     ) -> Answer:
         """Route, then answer from the chosen guideline only (one audit row, as always);
         `progress` as for Chatbot.ask. `store`: the connection to write the audit row
         through (one the calling thread alone uses, e.g. an evaluation run's), else the
-        calling thread's own (chatbot.stores: kept open between asks for an SQLite store)."""
+        calling thread's own (chatbot.stores: kept open between asks for an SQLite store).
+        `history`: the conversation's earlier questions, oldest first (a follow-up is routed
+        and answered as read with them)."""
         if store is None:
             with thread_stores(str(self.settings.store)).use() as own:
-                return self._ask(question, mode, guideline, progress, own)
-        return self._ask(question, mode, guideline, progress, store)
+                return self._ask(question, mode, guideline, progress, own, history)
+        return self._ask(question, mode, guideline, progress, store, history)
 
     def _ask(self, question: str, mode: str | None, guideline: str | None, progress: Progress | None,
-             store: Store) -> Answer:
+             store: Store, history: Sequence[str] | None) -> Answer:
         name = self.check_requested(guideline)
+        reading: Reading | None = None
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:
                 text = clean_question(question, self.settings).text
+                earlier = clean_history(history, self.settings)
             except InputError:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
-                    return bot.ask(question, mode)
-            routing = self.route(text, name, store=store)
+                    return bot.ask(question, mode, history=history)
+            followed = self.route_follow_up(text, earlier, store=store) if earlier else None
+            if followed is not None:
+                routing, reading = followed
+            else:
+                routing = self.route(text, name, store=store)
         else:
             routing = self.route(question, name, store=store)
         with self.chatbot(routing.chosen, routing, store=store) as bot:
-            return bot.ask(question, mode) if progress is None else bot.ask(question, mode, progress=progress)
+            if progress is None and history is None:
+                return bot.ask(question, mode)
+            return bot.ask(question, mode, progress=progress, history=history, reading=reading)
 
     def chatbot(self, gid: str, routing: rt.Routing | None, *, store: Store | None = None) -> Chatbot:
         """A fresh Chatbot (a new session) over one guideline, with the guideline's shared

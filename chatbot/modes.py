@@ -86,7 +86,8 @@ class Extract(AnswerMode):
         *, error: str | None = None,
     ) -> Answer:
         """`error`: why a model mode was answered with extract instead (the fallback)."""
-        slots = query_slots(self.retriever, question, result)  # with the keywords' when they add any
+        # with the keywords' when they add any; a follow-up with the terms it leans on
+        slots = query_slots(self.retriever, question, result)
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
             self.analyze, self.retriever.idf, slots=slots[-1] if slots else None, lines=self.retriever.line_analyses,

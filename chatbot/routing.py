@@ -35,8 +35,9 @@ TOPIC_SYSTEM_PROMPT = (
 )
 NONE_REPLY = "none"
 
-# How the guideline was chosen: named by the asker, the only one stored, by offline evidence, by the model.
-FIXED, ONLY, OFFLINE, MODEL = "fixed", "only", "offline", "model"
+# How the guideline was chosen: named by the asker, the only one stored, by offline evidence,
+# by the model, or as the guideline of the conversation a follow-up leans on (chatbot.library).
+FIXED, ONLY, OFFLINE, MODEL, CONVERSATION = "fixed", "only", "offline", "model", "conversation"
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class Routing:
     model: str | None = None
     model_reply: str | None = None
     fell_back: str | None = None  # why the model's choice was not used
+    conversation: str | None = None  # CONVERSATION: the earlier question whose guideline it stays with
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"requested": self.requested, "chosen": self.chosen, "method": self.method}
@@ -82,6 +84,8 @@ class Routing:
             data["evidence"] = [e.to_json() for e in self.evidence]
         if self.model is not None:
             data.update(model=self.model, model_reply=self.model_reply, fell_back=self.fell_back)
+        if self.conversation is not None:
+            data["conversation"] = self.conversation
         return data
 
 

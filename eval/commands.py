@@ -79,13 +79,14 @@ def _list(value: str, name: str) -> list[str]:
     return items
 
 
-SUITES = ("jsquad", "patient", "pdf", "all", "coverage")
+SUITES = ("jsquad", "patient", "pdf", "conversation", "all", "coverage")
 
 
 def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
-    """The dev benchmarks (--suite jsquad|patient|pdf|all): build or serve each site, scrape
-    it, evaluate, print the tables and the refusal curves (pdf: beside the HTML edition's,
-    which it runs too unless the patient suite ran already)."""
+    """The dev benchmarks (--suite jsquad|patient|pdf|conversation|all): build or serve each
+    site, scrape it, evaluate, print the tables and the refusal curves (pdf: beside the HTML
+    edition's, which it runs too unless the patient suite ran already; conversation: each
+    turn with its history and alone)."""
     suite = getattr(args, "suite", None) or "all"
     if suite not in SUITES:
         raise InputError(f"--suite must be one of {', '.join(SUITES)}, not {suite!r}")
@@ -151,10 +152,27 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
             )
             out["pdf"] = pdf.to_json()
             texts.append(pdf.text())
+    if suite in ("conversation", "all"):
+        from .conversation import run_conversation_suite
+
+        try:
+            conversations = run_conversation_suite(
+                settings, bench_dir=getattr(args, "conversation_dir", None),
+                patient_dir=getattr(args, "patient_dir", None), limit=args.limit,
+                workdir=workdir / "conversation" if workdir is not None and suite == "all" else workdir,
+            )
+        except InputError as exc:
+            if suite == "conversation":
+                raise
+            out["conversation"] = {"skipped": str(exc)}
+            texts.append(f"conversation suite skipped: {exc}")
+        else:
+            out["conversation"] = conversations.to_json()
+            texts.append(conversations.text())
     if getattr(args, "json", False):
-        # all: the JSQuAD report's fields as before, the patient and PDF suites' under their names
-        _print_json({**out["jsquad"], "patient": out["patient"], "pdf": out["pdf"]} if suite == "all"
-                    else next(iter(out.values())))
+        # all: the JSQuAD report's fields as before, the other suites' under their names
+        _print_json({**out["jsquad"], "patient": out["patient"], "pdf": out["pdf"],
+                     "conversation": out["conversation"]} if suite == "all" else next(iter(out.values())))
     else:
         print("\n\n".join(texts))
     return 0

@@ -2,7 +2,9 @@
 
 Each question gets a new `Chatbot` (sharing only the read-only retrievers, the model
 client and the store connection), so no conversation state can leak from one question to
-the next; in a store of several guidelines the question is first routed to one
+the next: a turn of a conversation (eval.workbook: `conversation`, `turn`) carries its
+earlier turns' questions as its history, and is asked with them (any worker can ask it);
+in a store of several guidelines the question is first routed to one
 (chatbot.Library), and the row records which, and whether the gold page belongs to it
 (routing accuracy). Each answer carries the retrieval result it came from
 (`Answer.retrieval_result`): the candidates and the whole reference, which the answer's
@@ -152,6 +154,8 @@ def score(
         "error": answer.error,
         "guideline": (data.get("routing") or {}).get("chosen") or (data.get("guideline") or {}).get("id"),
         "json": data,
+        **_turn_columns(question),
+        "context": data.get("context"),
         **_model_columns(answer),
     }
     if governed and page_lines is not None:
@@ -175,6 +179,13 @@ def score(
     return row
 
 
+def _turn_columns(question: Question) -> dict:
+    """The conversation and turn of a question asked in one (none for a question alone)."""
+    if question.conversation is None:
+        return {}
+    return {"conversation": question.conversation, "turn": question.turn}
+
+
 def _model_columns(answer: Answer) -> dict:
     """What the answer model did (None in extract mode, where none is asked)."""
     use = answer.model_use.get("answer")
@@ -196,6 +207,7 @@ def failed_row(question: Question, error: Exception, latency_ms: float) -> dict:
         "gold_answers": question.gold_answers or None, "answer": "", "coverage": "error",
         "latency_ms": latency_ms, "governed": False, "refused": False, "no_candidate": None,
         "failed": True, "error": redact(f"{type(error).__name__}: {error}"),
+        **_turn_columns(question),
     }
     if question.kind == IN_SCOPE:
         if question.golds:
@@ -254,7 +266,9 @@ class _Asker:
         # pooled resources; its audit row goes through the run's store connection.
         t0 = time.perf_counter()
         try:
-            ans = self.library.ask(q.question, self.mode, store=self.page_lines.store)
+            # a turn of a conversation is asked with its earlier turns' questions
+            history = list(q.history) if q.history else None
+            ans = self.library.ask(q.question, self.mode, store=self.page_lines.store, history=history)
             latency = (time.perf_counter() - t0) * 1000.0
             return score(q, ans, ans.retrieval_result, latency, self.page_lines.lines, self.page_lines.guideline_of)
         except ModelNotConfiguredError:

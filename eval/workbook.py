@@ -9,6 +9,13 @@ per line; used for "gold in answer" and "answer in reference", while the referen
 is scored with ROUGE-L and word precision/recall/F1). Japanese headers are accepted too
 (番号, 質問, 種別, 模範解答, 正解URL, 正解).
 
+Conversations: with optional `conversation` and `turn` columns (会話, ターン), the rows of
+one conversation are the turns of a patient's chat: each is asked with the questions of
+the conversation's earlier turns as its history, oldest first (`Question.history`; the
+questions only, whatever was answered to them). A row with an empty conversation is a
+question alone; a workbook without those columns is read exactly as before. A
+conversation's turn numbers are positive whole numbers, each once.
+
 Rows that are entirely blank are skipped (with a warning when they sit between
 questions, since a blank line in a spreadsheet is harmless). A row that is only partly
 filled (an id without a question, a question without a kind...) is rejected with its row
@@ -32,6 +39,8 @@ from typing import Any, Iterable, Sequence
 from guiderag.errors import WorkbookError
 from guiderag.files import save_workbook_atomic
 from guiderag.ranges import number_ranges
+
+from .turns import check_turn, with_histories
 
 IN_SCOPE = "in_scope"
 OUT_OF_SCOPE = "out_of_scope"
@@ -57,6 +66,8 @@ _HEADER_ALIASES: dict[str, tuple[str, ...]] = {
     "gold_url": ("gold url", "url", "正解url"),
     "gold_answers": ("gold answers", "正解"),
     "category": ("category", "カテゴリ", "カテゴリー", "分類"),
+    "conversation": ("conversation", "conversation id", "会話", "会話id"),
+    "turn": ("turn", "ターン", "turn number"),
 }
 REQUIRED = ("id", "question", "kind")
 
@@ -72,6 +83,11 @@ class Question:
     gold_url: str | None = None
     gold_answers: list[str] = field(default_factory=list)
     category: str = ""  # optional: what kind of question (lay, other_disease, ...), for per-category scores
+    # a turn of a conversation: its id and number, and the questions of its earlier turns
+    # (oldest first), which it is asked with
+    conversation: str | None = None
+    turn: int | None = None
+    history: tuple[str, ...] = ()
 
     @property
     def golds(self) -> list[str]:
@@ -159,9 +175,14 @@ def read_questions(path: Path, *, warn: Any = None, require_id: bool = True) -> 
         j = columns.get(key)
         return _cell_text(row[j]) if j is not None and j < len(row) else ""
 
+    if ("conversation" in columns) != ("turn" in columns):
+        have, lacks = ("conversation", "turn") if "conversation" in columns else ("turn", "conversation")
+        raise WorkbookError(f"{path}: a '{have}' column needs a '{lacks}' column too (a conversation's "
+                            "turns are numbered 1, 2, 3...)")
     questions: list[Question] = []
     seen: dict[str, int] = {}
     blank_rows: list[int] = []
+    turns: dict[tuple[str, int], int] = {}
     for i, row in enumerate(rows[header_at + 1:], start=header_at + 2):
         if not any(_cell_text(v) for v in row):
             blank_rows.append(i)
@@ -178,6 +199,7 @@ def read_questions(path: Path, *, warn: Any = None, require_id: bool = True) -> 
         if qid in seen:
             raise WorkbookError(f"{path}: row {i}: id {qid!r} already used in row {seen[qid]}; ids must be unique")
         seen[qid] = i
+        conversation, turn = check_turn(path, i, get(row, "conversation"), get(row, "turn"), turns)
         questions.append(
             Question(
                 id=qid,
@@ -187,6 +209,8 @@ def read_questions(path: Path, *, warn: Any = None, require_id: bool = True) -> 
                 gold_url=get(row, "gold_url") or None,
                 gold_answers=_parse_list(get(row, "gold_answers")),
                 category=get(row, "category"),
+                conversation=conversation,
+                turn=turn,
             )
         )
     if not questions:
@@ -195,7 +219,7 @@ def read_questions(path: Path, *, warn: Any = None, require_id: bool = True) -> 
     inner = [r for r in blank_rows if r < last]
     if inner:
         warn(f"{path}: skipped {len(inner)} blank row(s) between questions (rows {number_ranges(inner)})")
-    return questions
+    return with_histories(questions)
 
 
 def _parse_list(text: str) -> list[str]:
@@ -218,11 +242,14 @@ def write_questions(questions: Sequence[Question], path: Path) -> None:
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = QUESTIONS_SHEET
-    ws.append(["id", "question", "kind", "reference_answer", "gold_url", "gold_answers"])
+    turns = any(q.conversation is not None for q in questions)  # columns only for conversations
+    ws.append(["id", "question", "kind", "reference_answer", "gold_url", "gold_answers"]
+              + (["conversation", "turn"] if turns else []))
     for q in questions:
         _append(ws, [q.id, q.question, q.kind, q.reference_answer, q.gold_url,
-                     json.dumps(q.gold_answers, ensure_ascii=False) if q.gold_answers else None])
-    for col, width in zip("ABCDEF", (14, 60, 14, 30, 40, 30)):
+                     json.dumps(q.gold_answers, ensure_ascii=False) if q.gold_answers else None]
+                + ([q.conversation, q.turn] if turns else []))
+    for col, width in zip("ABCDEFGH", (14, 60, 14, 30, 40, 30, 14, 6)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A2"
     save_workbook_atomic(wb, path)
@@ -274,6 +301,9 @@ RESULT_COLUMNS: list[tuple[str, int, str]] = [
     ("json", 60, "json"),
     ("guideline", 14, "text"),
     ("routed_right", 9, "bool"),
+    ("conversation", 14, "text"),
+    ("turn", 6, "int"),
+    ("context", 40, "json"),
 ]
 RESULT_KEYS = [c[0] for c in RESULT_COLUMNS]
 

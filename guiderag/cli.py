@@ -14,11 +14,12 @@ import importlib
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import GuideragError
-from .redact import redact
+from .redact import RedactingStream, redact
 from .registry import Setting
 from .settings import AUTO_GUIDELINE, BY_NAME, MODES, PIPELINES, REGISTRY, Settings, ignored_variables
 from .streams import pipe_safe_streams
@@ -127,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the answer object as JSON on stdout")
     p.add_argument("--guideline", metavar="ID|auto", help="answer from this guideline, or auto: the one "
                    "that governs the question (default)")
+    p.add_argument("--history", action="append", metavar="EARLIER_QUESTION", default=None,
+                   help="an earlier question of the conversation (repeat it, oldest first): a follow-up is "
+                   "read with them")
 
     p = sub.add_parser("audit", parents=[common], help="export the audit log")
     p.add_argument("--out", type=Path, required=True, help="workbook to write (.xlsx)")
@@ -142,20 +146,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guideline", metavar="ID|auto", help="answer every question from this guideline, or auto (default)")
     p.add_argument("--json", action="store_true", help="print the summary (or the comparison) as JSON on stdout")
 
-    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded, its PDF edition): build or serve, scrape, evaluate, print the tables and refusal curves")
+    p = sub.add_parser("devbench", parents=[common], help="the dev benchmarks (JSQuAD, patient-worded, its PDF edition, conversations): build or serve, scrape, evaluate, print the tables and refusal curves")
     p.add_argument("--modes", default="extract", help="answer modes, comma-separated (lines/generate need a model)")
     p.add_argument("--pipelines", default="protocol,ours", help="retrieval pipelines, comma-separated")
     p.add_argument("--bench-dir", type=Path, help="JSQuAD folder (default: ../shared/bench/jsquad-v1.3)")
     p.add_argument("--limit", type=int, help="at most this many questions (for a quick look)")
     p.add_argument("--workdir", type=Path, help="where the site, store and workbooks go (default: a temporary folder)")
-    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "all", "coverage"), default="all",
+    p.add_argument("--suite", choices=("jsquad", "patient", "pdf", "conversation", "all", "coverage"), default="all",
                    help="which benchmark: JSQuAD, the patient-worded gastric set, its PDF edition "
-                        "(beside the HTML one), or all (default); coverage: the coverage model's "
+                        "(beside the HTML one), the multi-turn conversations (with history and alone), "
+                        "or all (default); coverage: the coverage model's "
                         "leave-one-site-out, shipped and ablation tables over every labelled site")
     p.add_argument("--write-model", type=Path, help="coverage suite: write the shipped models (JSON) here, "
                    "e.g. data/coverage_model.json")
     p.add_argument("--no-ablation", action="store_true", help="coverage suite: skip the ablation table")
     p.add_argument("--patient-dir", type=Path, help="patient benchmark folder (default: ../shared/bench/patient-gastric)")
+    p.add_argument("--conversation-dir", type=Path,
+                   help="conversation benchmark folder (default: ../shared/bench/conversation-gastric)")
     p.add_argument("--pdf-dir", type=Path, help="PDF benchmark folder (default: ../shared/bench/pdf-gastric)")
     p.add_argument("--json", action="store_true")
 
@@ -244,8 +251,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _redacted_stderr() -> Iterator[None]:
+    """Everything this command writes to stderr (messages, warnings, log lines, a
+    traceback) with the credentials of every URL in it masked (guiderag.redact)."""
+    previous = sys.stderr
+    sys.stderr = RedactingStream(previous)
+    try:
+        yield
+    finally:
+        sys.stderr = previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    with pipe_safe_streams(), _sigterm_as_interrupt():
+    with pipe_safe_streams(), _redacted_stderr(), _sigterm_as_interrupt():
         return _main(argv)
 
 
@@ -274,6 +293,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         # Output went to a closed pipe outside sys.stdout/sys.stderr and stopped the command
         # part-way: not a success.
+        return 1
+    except Exception:
+        # A bug of ours: the traceback, as Python would print it, but through the redacting
+        # stderr (a URL in an exception's message keeps its password out of it).
+        traceback.print_exc(file=sys.stderr)
         return 1
 
 

@@ -12,7 +12,8 @@ retrieval.index's ROW LAYOUT) and the titles' terms stored with the index
 analysis of page text.
 
 The query is the question's own (keywords are not read: model keywords may only add
-evidence, and the chatbot measures with and without them).
+evidence, and the chatbot measures with and without them), completed, for a follow-up in a
+conversation, by the terms it leans on (`result.context`, chatbot.conversation).
 """
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
     cache = _cache(retriever)
     top_row: int | None = cache.rows.get(result.candidates[0].url) if result.candidates else None
     title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
-    base, extended = retriever.query(question, keywords)
+    base, extended = retriever.query(question, keywords, result.context)  # a follow-up as read
     query = extended or base
     facts: list[SlotFact] = []
     for slot in query.slots:

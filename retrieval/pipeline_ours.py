@@ -10,6 +10,11 @@ Keywords (a model's terms) may only add evidence: the question is scored alone a
 the keywords' slots that the corpus knows added, and each passage keeps the better score
 (a keyword found nowhere is left out and listed in the notes).
 
+A follow-up in a conversation (chatbot.conversation) is searched as completed by the terms
+it leans on (`context`): the question's slots and the context terms' known slots are one
+query, the question as read; keywords then add to it as above. A question searched
+without context is scored exactly as before.
+
 The reference takes the best passages above their threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
 settings.reference_chars characters.
@@ -33,7 +38,7 @@ from .lines import ComputedLines, StoredLines
 from .passages import is_question_title
 from .query import PARTS_JOIN, Parsed, Query, QueryBuilder, Slot, parse_query
 from .result import Candidate, Passage, RetrievalResult
-from . import scoring
+from . import scoring, topic
 from .retriever import Retriever, Slots
 from .scoring import Hits, PassageScorer
 
@@ -99,15 +104,20 @@ class OursRetriever(Retriever):
             )
         return self._builder
 
-    def query(self, question: str, keywords: Sequence[str] = ()) -> tuple[Query, Query | None]:
-        """The question's query, and the query with the keywords' known terms added (None
-        when the keywords add no slot): keywords may only add evidence (see `scores`).
-        Kept for the last PARSED_KEPT (question, keywords): one ask's search, evidence gate,
+    def query(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()
+              ) -> tuple[Query, Query | None]:
+        """The question's query (completed by the `context` terms' known slots: a follow-up
+        as read), and the query with the keywords' known terms added (None when the
+        keywords add no slot): keywords may only add evidence (see `scores`). Kept for the
+        last PARSED_KEPT (question, keywords, context): one ask's search, evidence gate,
         coverage decision and answer read the same queries (never changed once built)."""
-        return self._queries(question, tuple(keywords))
+        return self._queries(question, tuple(keywords), tuple(context))
 
-    def _query(self, question: str, given: tuple[str, ...]) -> tuple[Query, Query | None]:
+    def _query(self, question: str, given: tuple[str, ...], around: tuple[str, ...]) -> tuple[Query, Query | None]:
         base = self.builder.build([question])
+        context = clean_keywords(around)
+        if context:
+            base = self.builder.build(context, known_only=True, base=base)
         keywords = clean_keywords(given)
         if not keywords:
             return base, None
@@ -115,6 +125,11 @@ class OursRetriever(Retriever):
         if {s.term for s in extended.slots} == {s.term for s in base.slots} and extended.bigrams == base.bigrams:
             return base, None
         return base, extended
+
+    def topic_terms(self, text: str, k: int) -> list[topic.TopicTerm]:
+        """What `text` is about, as this guideline's words (retrieval.topic)."""
+        # the question's query tokens from its kept parse (`parse`): no second MeCab pass
+        return topic.topic_terms(self.builder.build([text]), list(self.parse(text)[0]), self.slot_mass, k)
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.scoring.PassageScorer.slot_mass)."""
@@ -128,10 +143,10 @@ class OursRetriever(Retriever):
         base, extended = self.query(question, keywords)
         return {s.term: self.slot_mass(s) for s in (extended or base).slots}
 
-    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
+    def query_slots(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()) -> list[Slots]:
         """The evidence gate's view of the query: (mass, alternatives) per slot, for the
-        question alone and (when they add anything) with the keywords."""
-        return self._slots(*self.query(question, keywords))
+        question alone (completed by `context`) and (when they add anything) with the keywords."""
+        return self._slots(*self.query(question, keywords, context))
 
     def _slots(self, base: Query, extended: Query | None) -> list[Slots]:
         return [[(self.slot_mass(s), dict(s.alternatives)) for s in q.slots] for q in (base, extended) if q is not None]
@@ -155,12 +170,14 @@ class OursRetriever(Retriever):
         every passage's and page's."""
         return self.scorer.query_scores(query)
 
-    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
+    def search(self, question: str, keywords: Sequence[str] | None = None, *,
+               context: Sequence[str] = ()) -> RetrievalResult:
         question = question or ""
         keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)
+        context = clean_keywords(context)
         if not question.strip() and not keywords:
             return self.empty_result(question, keywords, "empty question: nothing to search for")
-        base, extended = self.query(question, keywords)
+        base, extended = self.query(question, keywords, context)
         hits = self._hits(base)
         unknown = hits.unknown
         query_terms = base.terms
@@ -220,6 +237,7 @@ class OursRetriever(Retriever):
             expansions=[e.to_json() for e in fired],
             slots=self._slots(base, extended),
             cleared=cleared,
+            context=list(context),
         )
 
     @property

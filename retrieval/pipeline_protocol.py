@@ -95,7 +95,7 @@ class ProtocolRetriever(Retriever):
     def analyze(self, text: str) -> list[str]:
         return self._analyzer(text)
 
-    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
+    def query_slots(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()) -> list[Slots]:
         """None: the protocol searches with its keywords' nouns, not with slots."""
         return []
 
@@ -106,7 +106,10 @@ class ProtocolRetriever(Retriever):
         ranked = sorted(range(len(nouns)), key=lambda i: (-self.idf(nouns[i]), i))
         return [nouns[i] for i in ranked[:k]]
 
-    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
+    def search(self, question: str, keywords: Sequence[str] | None = None, *,
+               context: Sequence[str] = ()) -> RetrievalResult:
+        """As published: the keywords' nouns, never a conversation's `context` (the protocol
+        reads every question alone)."""
         question = question or ""
         keywords = self.offline_keywords(question) if keywords is None else clean_keywords(keywords)
         if not keywords:

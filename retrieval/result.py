@@ -88,6 +88,9 @@ class RetrievalResult:
     # whether a passage cleared the threshold; False when `passages` are those over the
     # reference floor instead (settings.reference_floor); None: passages means cleared
     cleared: bool | None = None
+    # terms of earlier questions the question was searched with (a follow-up, completed:
+    # chatbot.conversation); the evidence gate and extract read the question with them
+    context: list[str] = field(default_factory=list)
 
     @property
     def governed(self) -> bool:
@@ -123,6 +126,7 @@ class RetrievalResult:
             "unknown_terms": list(self.unknown_terms),
             "expansions": [dict(e) for e in self.expansions],
             "threshold_cleared": self.governed,
+            **({"context_terms": list(self.context)} if self.context else {}),
             "candidate_pages": [
                 {"url": c.url, "title": c.title, "score": round(float(c.score), 4)}
                 for c in self.candidates

@@ -9,11 +9,12 @@ from guiderag.store import PageVersion
 
 from .lines import ComputedLines, LineAnalyses
 from .result import RetrievalResult, Slots
+from .topic import TopicTerm
 
 
 
 class Retriever(ABC):
-    """search(question, keywords) -> RetrievalResult over one corpus version of one guideline.
+    """search(question, keywords, context) -> RetrievalResult over one corpus version of one guideline.
 
     Everything the answer stage asks of retrieval is here (chatbot.gate, chatbot.modes):
     `search`, `offline_keywords`, `idf`, `analyze`, `query_weights`, `query_slots`,
@@ -32,8 +33,11 @@ class Retriever(ABC):
         self._lines: LineAnalyses | None = None
 
     @abstractmethod
-    def search(self, question: str, keywords: Sequence[str] | None = None) -> RetrievalResult:
-        """The reference for `question`; keywords=None means offline keywords."""
+    def search(self, question: str, keywords: Sequence[str] | None = None, *,
+               context: Sequence[str] = ()) -> RetrievalResult:
+        """The reference for `question`; keywords=None means offline keywords. `context`:
+        terms of earlier questions that complete a follow-up (chatbot.conversation): the
+        question is searched as completed by them; a pipeline without slots ignores them."""
 
     @abstractmethod
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
@@ -48,10 +52,17 @@ class Retriever(ABC):
         """The analyzer terms of `text` as this retriever sees them (synonyms applied)."""
 
     @abstractmethod
-    def query_slots(self, question: str, keywords: Sequence[str] = ()) -> list[Slots]:
-        """The query as slots, for the question alone and (when they add anything) with the
-        keywords; [] when the pipeline has no slots (the evidence gate and extract then
-        weigh the question's terms with `query_weights`)."""
+    def query_slots(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()) -> list[Slots]:
+        """The query as slots, for the question alone (completed by `context`, as `search`
+        reads it) and (when they add anything) with the keywords; [] when the pipeline has
+        no slots (the evidence gate and extract then weigh the question's terms with
+        `query_weights`)."""
+
+    def topic_terms(self, text: str, k: int) -> list[TopicTerm]:
+        """At most `k` terms naming what `text` (a question) is about, as this guideline's
+        words, heaviest first, with their weights (retrieval.topic); [] for a pipeline
+        without slots."""
+        return []
 
     @property
     def line_analyses(self) -> LineAnalyses:
@@ -86,7 +97,8 @@ class Retriever(ABC):
 
 def result_slots(retriever: Retriever, question: str, result: RetrievalResult) -> list[Slots]:
     """The query's slots for `result`: the ones its search built (RetrievalResult.slots),
-    else the retriever's for the question and the result's keywords."""
+    else the retriever's for the question, the result's keywords and its context (a
+    follow-up as read)."""
     if result.slots is not None and result.question == question:
         return result.slots
-    return retriever.query_slots(question, result.keywords)
+    return retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 from . import schema
 from .backend import Connection, marks
 
-# Every column, in order (a later migration adding one to `audit` appends it here too).
-COLUMNS: tuple[str, ...] = tuple(schema.AUDIT.column_names)
+# Every column, in order: the table of migration 4, then what later migrations added.
+COLUMNS: tuple[str, ...] = tuple(schema.AUDIT.column_names) + schema.AUDIT_ADDED
 
 
 class AuditTable:

@@ -174,6 +174,10 @@ AUDIT = Table("audit", (
     Column("model_replies", TEXT),  # JSON: the models' raw replies, by role (never shown)
 ), indexes=(Index("audit_coverage", "audit", ("coverage", "question_norm")),))
 
+# Columns later migrations added to the audit table, in order (store.audit reads them too).
+AUDIT_CONVERSATION = "conversation"
+AUDIT_ADDED: tuple[str, ...] = (AUDIT_CONVERSATION,)
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "pages, their versions, scrape runs and meta (the schema before migrations)", (
@@ -217,6 +221,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             model          TEXT NOT NULL,
             summary        TEXT NOT NULL
         )""",
+    )),
+
+    # Issue 21: a follow-up's audit row records the conversation it was read with (JSON:
+    # the earlier questions, how the question was read, what was carried); NULL for a
+    # question asked alone.
+    Migration(6, "conversations: the history a follow-up was read with and what it carried, in its audit row", (
+        f"ALTER TABLE audit ADD COLUMN {AUDIT_CONVERSATION} TEXT",
     )),
 )
 LATEST = MIGRATIONS[-1].version

@@ -9,6 +9,8 @@ database; the app's own first-run build of it (guiderag.ui.bootstrap) has its te
 from __future__ import annotations
 
 import html
+import json
+import sqlite3
 import re
 import time
 from pathlib import Path
@@ -126,11 +128,16 @@ def test_not_covered_question_gets_the_refusal_and_escalation_not_an_error(store
     assert not at.error and not blocks(at, "grag-governed")
 
 
-def test_history_is_kept_for_the_session_and_each_question_answered_alone(store_copy: Path) -> None:
+def test_history_is_kept_for_the_session_and_each_question_read_with_the_earlier_ones(store_copy: Path) -> None:
     at = ask(ask(start_app(), IN_SCOPE), OUT_OF_SCOPE)
     turns = history(at)
     assert [t.question for t in turns] == [IN_SCOPE, OUT_OF_SCOPE]
     assert turns[0].answer.governed and not turns[1].answer.governed
+    # the second was read with the first (chatbot.conversation), as its audit row records
+    with sqlite3.connect(store_copy) as conn:
+        recorded = [json.loads(c) if c else None for (c,) in conn.execute("SELECT conversation FROM audit ORDER BY id")]
+    assert recorded[-2:] == [None, {"history": [IN_SCOPE], "read_as": recorded[-1]["read_as"],
+                                    "context": turns[1].answer.context}]
     # Both answers stay on screen, in order.
     assert len(blocks(at, "grag-governed")) == 1 and len(blocks(at, "grag-notcovered")) == 1
     assert [m.name for m in at.chat_message] == ["user", "assistant", "user", "assistant"]
@@ -193,8 +200,11 @@ def test_empty_input_is_answered_with_a_hint_and_nothing_is_asked(store_copy: Pa
 def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "fresh" / "guiderag.db"
-    clean_env.setenv("GUIDERAG_DB", str(db))
+    """The default store (no GUIDERAG_DB: scripts/chat.sh's first run) gets the sample."""
+    from guiderag.resources import default_db
+
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "fresh"))
+    db = default_db()
     at = start_app()
     [status] = at.status
     assert status.state == "complete"
@@ -232,11 +242,29 @@ def test_only_the_bundled_sample_is_called_the_sample() -> None:
     assert 'href="http://127.0.0.1:8123/guide/index.html"' in render.sidebar_html(local, settings)
 
 
+def test_a_configured_empty_store_is_never_given_the_sample(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    """GUIDERAG_DB names a store of the deployment's own: empty, it says so; it does not show
+    patients the demo guideline instead (nor does a PostgreSQL store: see test_chat_command)."""
+    db = tmp_path / "hospital" / "guiderag.db"
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    at = start_app()
+    assert not at.status
+    assert [i.value for i in at.info] == [TEXT["no_guideline"]]
+    assert not db.exists()
+    db.parent.mkdir()
+    db.touch()  # an empty file is no different
+    at = start_app()
+    assert [i.value for i in at.info] == [TEXT["no_guideline"]] and db.stat().st_size == 0
+
+
 def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "real" / "guiderag.db"
-    clean_env.setenv("GUIDERAG_DB", str(db))
+    from guiderag.resources import default_db
+
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "real"))  # the default store, which would be filled
+    db = default_db()
     clean_env.setenv("GUIDERAG_SAMPLE_ON_EMPTY", "0")
     at = start_app()
     assert not at.status

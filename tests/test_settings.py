@@ -152,11 +152,13 @@ BAD = {
     "synonym_dict_weight": -1.0, "compound_parts_weight": 1.1, "qa_page_weight": 1.5,
     "qa_threshold_exponent": 0.9, "max_candidates": 0, "index_workers": -1, "mode": "chat", "answer_chars": 0,
     "max_question_chars": 0, "min_line_coverage": 1.5, "question_capped_message": "{limit} {nope}",
+    "history_max_turns": 0,
     "openai_base_url": "127.0.0.1:8080", "model_timeout_s": 0.0, "model_retries": -1, "model_concurrency": -1,
     "model_queue_timeout_s": -1.0, "keywords_queue_timeout_s": -1.0, "answer_max_tokens": 0,
     "lines_max_tokens": 0, "summary_max_factor": 1.0, "api_max_body_bytes": 100, "api_max_question_chars": 0,
     "display_timezone": "Mars/Olympus", "api_cors_origins": "portal.example.org", "api_workers": 0,
     "devbench_sample": -1, "eval_workers": -1,
+    "api_ready_timeout_s": 0.0, "api_request_timeout_s": -1.0,
     "reference_floor": 1.5, "coverage_decision": "oracle", "coverage_operating_point": 2.0,
 }
 

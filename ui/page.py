@@ -1,6 +1,9 @@
 """The chat page for patients and families, in Streamlit: `streamlit run app.py` (or `guiderag chat`).
 
-Each question is answered on its own (no chat history reaches the model); the answer shows
+The conversation is kept per browser session (Streamlit's session state): each question is
+read with this patient's earlier questions (a follow-up 「入院はどれくらい？」 after a question
+on surgery; chatbot.conversation), and the answer says so in one quiet line; 「新しい質問を
+はじめる」 clears it. No chat history reaches an answer model. The answer shows
 the guideline's own words as quoted passages with their page, fetch date and version. On a
 first start with an empty store, the bundled sample guideline is scraped from a loopback
 server and indexed (guiderag.ui.bootstrap). GUIDERAG_DB points the app at another store.
@@ -13,6 +16,7 @@ import threading
 import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
+from guiderag.redact import redact_logging
 from guiderag.settings import AUTO_GUIDELINE, EXTRACT, MODEL_MODES, Settings
 from guiderag.store.connection import configure as configure_store
 
@@ -30,7 +34,7 @@ from guiderag.ui.render import (
     sidebar_html,
     warning_text,
 )
-from guiderag.ui.session import INDEX_LOCK, Activity, Turn, ask, retriever_loaded
+from guiderag.ui.session import INDEX_LOCK, Activity, Turn, ask, earlier_questions, retriever_loaded
 from guiderag.ui.text import CSS, MODE_LABELS, TEXT
 
 
@@ -59,7 +63,8 @@ PROGRESS_TICK_S = 0.5
 
 
 def answer_with_progress(
-    question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None
+    question: str, mode: str, settings: Settings, status: StoreStatus, guideline: str | None = None,
+    history: list[str] | None = None,
 ) -> Turn:
     """Answer in a worker thread; meanwhile show what it is doing and for how long.
 
@@ -70,7 +75,7 @@ def answer_with_progress(
     done: dict[str, Turn] = {}
 
     def work() -> None:
-        done["turn"] = ask(question, mode, settings, guideline=guideline, activity=activity)
+        done["turn"] = ask(question, mode, settings, guideline=guideline, activity=activity, history=history or [])
 
     worker = threading.Thread(target=work, name="guiderag-answer", daemon=True)
     box = st.empty()
@@ -147,6 +152,7 @@ def sidebar(settings: Settings, status: StoreStatus) -> tuple[str, str]:
 
 
 def main() -> None:
+    redact_logging()  # what this process logs on stderr (an answer's failure) names no credential
     st.set_page_config(page_title=TEXT["page_title"], page_icon="📘", layout="centered")
     st.markdown(CSS, unsafe_allow_html=True)
     try:
@@ -190,10 +196,11 @@ def main() -> None:
         # long (a keywords model is asked in every mode). An extract answer without any
         # model takes milliseconds: answered directly, nothing to show.
         keywords_model = bool(settings.keywords_model and (settings.openai_api_key or settings.openai_base_url))
+        earlier = earlier_questions(history, settings)  # this session's own turns only
         if mode in MODEL_MODES or keywords_model or not retriever_loaded(settings, status):
-            turn = answer_with_progress(question, mode, settings, status, guideline)
+            turn = answer_with_progress(question, mode, settings, status, guideline, earlier)
         else:
-            turn = ask(question, mode, settings, guideline=guideline)
+            turn = ask(question, mode, settings, guideline=guideline, history=earlier)
         render_reply(turn, settings)
     history.append(turn)
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from guiderag.chatbot.answer import Answer, ShownPassage
+from guiderag.chatbot.conversation import context_line
 from guiderag.ranges import number_ranges
 from guiderag.redact import redact
 from guiderag.resources import SAMPLE_SITE_URL, SAMPLE_TOC_PATH
@@ -195,7 +196,11 @@ def answer_html(
     if answer.error:
         unusable = answer.model_use.get("answer", {}).get("failure") == "reply"
         notes.append(TEXT["model_unusable"] if unusable else TEXT["model_fallback"])
-    warning = "".join(f'<div class="grag-warning">{escape_text(n)}</div>' for n in notes)
+    # How a follow-up was read (chatbot.conversation): one quiet line above the answer or
+    # the refusal, so that a patient sees a misreading.
+    read_as = context_line(answer.context)
+    warning = (f'<p class="grag-context">{escape_text(read_as)}</p>' if read_as else "") + "".join(
+        f'<div class="grag-warning">{escape_text(n)}</div>' for n in notes)
     parts.append(warning)
     if not answer.governed:
         escalation = answer.escalation or settings.escalation_text

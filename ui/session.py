@@ -1,4 +1,4 @@
-"""One patient's question in the chat: answered on its own, with what the page needs to show it.
+"""One patient's question in the chat, read with their earlier questions, and what the page needs to show it.
 
 No Streamlit here. The guidelines' retrievers (a chatbot.Library) are the process's shared
 library for these settings (chatbot.library_cache, as the API's): loaded once per store
@@ -82,14 +82,25 @@ class Activity:
         return time.monotonic() - self.started
 
 
+def earlier_questions(turns: Sequence[Turn], settings: Settings) -> list[str]:
+    """What a new question of this browser session is read with: the questions of its
+    earlier turns that were answered or refused (not the ones that could not be read or
+    failed), oldest first, the last settings.history_max_turns. Only this session's
+    turns: the page keeps them in its own session state."""
+    asked = [t.question for t in turns if t.answer is not None]
+    return asked[-settings.history_max_turns:]
+
+
 def ask(
     question: str, mode: str, settings: Settings, *, guideline: str | None = None,
-    activity: Activity | None = None,
+    activity: Activity | None = None, history: Sequence[str] = (),
 ) -> Turn:
-    """Answer one question on its own (no history goes to the model) and record the turn;
-    `guideline` restricts it to one guideline (None or "auto": the one that governs it);
-    `activity` hears where the answer is (for the page's progress line). The library is
-    the store's as it is now (a removed guideline is no longer asked)."""
+    """Answer one question, read with this patient's earlier questions (`history`, oldest
+    first: earlier_questions), and record the turn; the earlier questions reach no answer
+    model (chatbot.conversation). `guideline` restricts it to one guideline (None or
+    "auto": the one that governs it); `activity` hears where the answer is (for the page's
+    progress line). The library is the store's as it is now (a removed guideline is no
+    longer asked)."""
     turn = Turn(question=question)
     try:
         library = get_library(settings)
@@ -97,7 +108,8 @@ def ask(
             activity.update("searching")
         # the shared library; the answer opens its own store connection for its audit row
         turn.answer = library.ask(question, mode, guideline,
-                                  progress=activity.update if activity is not None else None)
+                                  progress=activity.update if activity is not None else None,
+                                  history=list(history) or None)
         turn.pages = cited_pages(turn.answer, [p for r in library.loaded() for p in r.pages])
     except QuestionError:
         turn.error_kind = "question"

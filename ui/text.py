@@ -76,7 +76,7 @@ TEXT = {
     "sidebar_mode_extract_only": (
         "原文の抜粋のみ（AIモデルが設定されていないため、AIによる回答は使えません）"
     ),
-    "sidebar_clear": "会話を消去",
+    "sidebar_clear": "新しい質問をはじめる",
     "sidebar_guidelines": "読み込み中のガイドライン（{count}件）",
     "sidebar_choose": "答えるガイドライン",
     "choose_auto": "質問に合わせて自動で選ぶ",
@@ -147,6 +147,7 @@ CSS = """
 .grag-pagetext .grag-cited { background: #e3f1ea; }
 .grag-pagenote { display: block; font-size: 0.8rem; color: #5b6770; margin-bottom: 0.3rem; }
 .grag-guideline { font-size: 0.85rem; color: #4a5560; margin-bottom: 0.4rem; }
+.grag-context { font-size: 0.85rem; color: #5b6770; margin: 0 0 0.4rem 0; }
 .grag-sidebar dt { font-size: 0.8rem; color: #5b6770; }
 .grag-sidebar dd { margin: 0 0 0.5rem 0; }
 </style>
