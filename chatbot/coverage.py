@@ -91,9 +91,9 @@ def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetrie
 
 
 def page_facts(page: PageVersion, lines: LineAnalyses) -> PageFacts:
-    """What a page version's title and lines give (figure kinds, odds), from the kinds of
-    answer its lines give as the index stored them (retrieval.lines)."""
-    return PageFacts.of_mask(lines.page_gives(page, title=True))
+    """What a page version's title and lines give (figure kinds, odds, the units of its
+    figures), from what its lines give as the index stored it (retrieval.lines)."""
+    return PageFacts.of_mask(lines.page_gives(page, title=True), lines.page_units(page, title=True))
 
 
 @dataclass

@@ -33,9 +33,19 @@ GIVES: dict[str, re.Pattern[str]] = {
 }
 BITS: dict[str, int] = {kind: 1 << i for i, kind in enumerate(GIVES)}
 
+# The units a figure is given in (2時間, 3日, 50歳; chatbot.coverage_features asks which one a
+# question wants, 何時間), each spelling read as one unit.
+UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間": "週", "か月": "月", "ヶ月": "月",
+           "カ月": "月", "箇月": "月", "月": "月", "年": "年", "歳": "歳", "回": "回", "度": "回", "円": "円"}
+UNITS = "週間|時間|か月|ヶ月|カ月|箇月|分|日|週|年|歳|回|円"
+GIVEN_UNIT = re.compile(rf"[0-9〇一二三四五六七八九十数]\s*(?:万|千)?\s*({UNITS}|度)")
+# each unit its bit (retrieval.lines stores a line's as `units`, uint16)
+UNIT_BITS: dict[str, int] = {unit: 1 << i for i, unit in enumerate(dict.fromkeys(UNIT_OF.values()))}
+
 # Changes whenever a pattern does: the index fingerprint holds it (masks are stored).
 RULES_DIGEST = hashlib.sha256(
-    "\n".join(f"{k}={p.pattern}" for k, p in GIVES.items()).encode("utf-8")).hexdigest()[:12]
+    ("\n".join(f"{k}={p.pattern}" for k, p in GIVES.items()) + f"\nunits={GIVEN_UNIT.pattern}"
+     + "".join(f"|{k}={v}" for k, v in UNIT_OF.items())).encode("utf-8")).hexdigest()[:12]
 
 
 def mask(kinds: Iterable[str]) -> int:
@@ -57,3 +67,17 @@ def gives_mask(line: str, *, normalized: bool = False) -> int:
 
 
 _BY_BIT = tuple((BITS[kind], pattern) for kind, pattern in GIVES.items())
+
+
+def unit_mask(line: str, *, normalized: bool = False) -> int:
+    """The units the line gives a figure in, as bits (UNIT_BITS; `normalized`: NFKC already)."""
+    text = line if normalized else unicodedata.normalize("NFKC", line or "")
+    out = 0
+    for unit in GIVEN_UNIT.findall(text):
+        out |= UNIT_BITS[UNIT_OF[unit]]
+    return out
+
+
+def units_of(mask_: int) -> frozenset[str]:
+    """The units of a unit mask."""
+    return frozenset(u for u, bit in UNIT_BITS.items() if mask_ & bit)

@@ -23,8 +23,8 @@ from guiderag.store import structure
 from guiderag.store.structure import line_contexts
 
 from .analyzer import Analyzer, char_bigrams
-from .answer_kinds import gives_mask
-from .lines import LineData, flat_text
+from .answer_kinds import gives_mask, unit_mask
+from .lines import LineParts, flat_text
 
 from . import bm25, passages
 from .bm25 import idf_vector, presence, saturate
@@ -161,6 +161,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     line_terms: list[str] = []
     l_counts: list[int] = []
     gives: list[int] = []
+    units: list[int] = []
     flats: list[str] = []
     contexts: list[tuple[int, ...]] = []
     page_rows: list[list[tuple[int, int]]] = []
@@ -185,6 +186,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             line_terms.extend(distinct)
             l_counts.append(len(distinct))
             gives.append(gives_mask(normal, normalized=True))
+            units.append(unit_mask(normal, normalized=True))
             flats.append(flat_text(normal, normalized=True))
         contexts.append(())
         contexts.extend(line_contexts(lines, w.heading_max_chars))
@@ -224,7 +226,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         title_ids.append(np.unique(tflat[start:t_ends[base]]))
     title_counts = np.asarray([len(t) for t in title_ids], dtype=np.int64)
     title_flat = np.concatenate(title_ids) if title_ids else np.empty(0, np.int64)
-    texts = (lflat, np.asarray(l_counts, dtype=np.int64), bytes(gives), context,
+    texts = (lflat, np.asarray(l_counts, dtype=np.int64), bytes(gives), np.asarray(units, dtype=np.uint16), context,
              np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
     result = (
         os.getpid(),
@@ -333,63 +335,6 @@ class _Builder:
         return m
 
 
-class _LineParts:
-    """The line analyses of the chunks, in order, their terms in global line-term ids."""
-
-    def __init__(self) -> None:
-        self.vocab: dict[str, int] = {}
-        self.ids: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
-        self.gives: list[bytes] = []
-        self.context: list[np.ndarray] = []
-        self.flat_lens: list[np.ndarray] = []
-        self.flats: list[str] = []
-        self.title_ids: list[np.ndarray] = []  # global term ids
-        self.title_counts: list[np.ndarray] = []
-
-    def add(self, idmap: _IdMap, term_map: _IdMap, texts: tuple) -> None:
-        ids, counts, gives, context, flat_lens, flat, title_ids, title_counts = texts
-        self.title_ids.append(term_map.ids[title_ids] if len(title_ids) else np.empty(0, np.int32))
-        self.title_counts.append(title_counts)
-        self.ids.append(idmap.ids[ids])
-        self.counts.append(counts)
-        self.gives.append(gives)
-        self.context.append(context)
-        self.flat_lens.append(flat_lens)
-        self.flats.append(flat)
-
-    def data(self, pages: Sequence[PageVersion], term_vocab: dict[str, int]) -> LineData:
-        """The LineData: a line term the index's vocabulary holds is named by its term id,
-        any other by len(vocabulary) + its place among the extra terms."""
-        nt = len(term_vocab)
-        extra: list[str] = []
-        remap = np.empty(len(self.vocab), dtype=np.int32)
-        for term, i in self.vocab.items():
-            j = term_vocab.get(term)
-            if j is None:
-                j = nt + len(extra)
-                extra.append(term)
-            remap[i] = j
-        ids = np.concatenate(self.ids) if self.ids else np.empty(0, np.int32)
-        counts = np.concatenate(self.counts) if self.counts else np.empty(0, np.int64)
-        flat_lens = np.concatenate(self.flat_lens) if self.flat_lens else np.empty(0, np.int64)
-        title_counts = np.concatenate(self.title_counts) if self.title_counts else np.empty(0, np.int64)
-        sizes = np.asarray([1 + len(p.lines) for p in pages], dtype=np.int64)
-        return LineData(
-            text_first=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-            term_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-            term_ids=remap[ids] if len(ids) else ids.astype(np.int32),
-            extra_terms=extra,
-            gives=np.frombuffer(b"".join(self.gives), dtype=np.uint8).copy(),
-            context=np.concatenate(self.context) if self.context else np.zeros((0, 2), np.int32),
-            flat_ptr=np.concatenate([[0], np.cumsum(flat_lens)]).astype(np.int64),
-            flat="".join(self.flats),
-            title_ptr=np.concatenate([[0], np.cumsum(title_counts)]).astype(np.int64),
-            title_ids=(np.concatenate(self.title_ids) if self.title_ids else np.empty(0)).astype(np.int32),
-            heading_max_chars=structure.HEADING_MAX_CHARS,
-        )
-
-
 def _stack(levels: list[sp.csr_matrix]) -> sp.csc_matrix:
     """One channel's matrix in the ROW LAYOUT (retrieval.index): the levels' rows one after
     another (the list is emptied as it goes: each level's memory is freed once stacked)."""
@@ -407,7 +352,7 @@ def build_data(
     pt, pb = _Builder(), _Builder()  # passages
     gt, gb = _Builder(), _Builder()  # pages
     st, sb = _Builder(), _Builder()  # line spans
-    lines = _LineParts()
+    lines = LineParts()
     span_first: list[int] = []
     span_end: list[int] = []
     passage_page: list[int] = []
@@ -422,7 +367,7 @@ def build_data(
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
         lmap.extend(l_start, new_lines, lines.vocab)
-        lines.add(lmap, tmap, texts)
+        lines.add(lmap.ids, tmap.ids, texts)
         offset = st.rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
             builder.add_block(idmap.ids[ids], counts, lengths)

@@ -34,7 +34,7 @@ from guiderag.store.structure import HEADING_MAX_CHARS
 from . import answer_kinds, framing
 
 # Bumped when what is stored for a line changes (the index fingerprint holds it).
-LINES_VERSION = "2"  # 2: the titles' index terms, the odds bit
+LINES_VERSION = "3"  # 2: the titles' index terms, the odds bit; 3: the units of figures
 # Analyses of lines kept by ComputedLines (the same reference lines recur across questions).
 COMPUTED_CACHE = 8192
 # Term sets of stored lines kept as Python sets (built from the stored ids on first use).
@@ -78,6 +78,7 @@ class LineData:
     term_ids: np.ndarray  # int32: the index's term ids, then len(vocabulary) + k for extra_terms[k]
     extra_terms: list[str]  # line terms the index's vocabulary does not hold (framing re-joins words)
     gives: np.ndarray  # uint8, texts
+    units: np.ndarray  # uint16, texts: the units it gives figures in (retrieval.answer_kinds.UNIT_BITS)
     context: np.ndarray  # int32, (texts, 2): the lines a line is read with, 0 for none
     flat_ptr: np.ndarray  # int64, texts + 1: text i's letters and digits are flat[flat_ptr[i]:flat_ptr[i + 1]]
     flat: str
@@ -88,7 +89,7 @@ class LineData:
     title_ids: np.ndarray  # int32
     heading_max_chars: int = HEADING_MAX_CHARS
 
-    ARRAYS = ("text_first", "term_ptr", "term_ids", "gives", "context", "flat_ptr", "title_ptr", "title_ids")
+    ARRAYS = ("text_first", "term_ptr", "term_ids", "gives", "units", "context", "flat_ptr", "title_ptr", "title_ids")
 
     @property
     def n_texts(self) -> int:
@@ -106,7 +107,7 @@ class LineData:
             return "line terms of inconsistent length"
         if len(self.term_ids) and (self.term_ids.min() < 0 or self.term_ids.max() >= n_terms + len(self.extra_terms)):
             return "line terms outside its vocabulary"
-        if self.context.shape != (n, 2) or len(self.flat_ptr) != n + 1 or self.flat_ptr[-1] != len(self.flat):
+        if self.context.shape != (n, 2) or len(self.units) != n or len(self.flat_ptr) != n + 1 or self.flat_ptr[-1] != len(self.flat):
             return "line contexts or letters of inconsistent length"
         if (len(self.title_ptr) != n_pages + 1 or self.title_ptr[-1] != len(self.title_ids)
                 or np.any(np.diff(self.title_ptr) < 0)
@@ -132,6 +133,10 @@ class LineAnalyses(ABC):
     def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
         """The kinds of answer any line of the page gives (bits); `title`: its title too."""
 
+    @abstractmethod
+    def page_units(self, page: PageVersion, *, title: bool = False) -> int:
+        """The units any line of the page gives a figure in (bits); `title`: its title too."""
+
 
 class ComputedLines(LineAnalyses):
     """Line analyses computed when asked, by `analyze` (the retriever's view of a text's
@@ -153,6 +158,12 @@ class ComputedLines(LineAnalyses):
             text = page.line(number)
             context = _context(page.lines, number, self.heading_max_chars)
         return LineView(self._terms(text), flat_text(text), answer_kinds.gives_mask(text), context)
+
+    def page_units(self, page: PageVersion, *, title: bool = False) -> int:
+        out = answer_kinds.unit_mask(page.title) if title else 0
+        for text in page.lines:
+            out |= answer_kinds.unit_mask(text)
+        return out
 
     def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
         out = answer_kinds.gives_mask(page.title) if title else 0
@@ -183,6 +194,7 @@ class StoredLines(LineAnalyses):
         self._fallback = fallback
         self._sets: dict[int, frozenset[str]] = {}
         self._page_gives: list[int] | None = None
+        self._page_units: list[int] | None = None
         self._lock = threading.Lock()
 
     def _text(self, page: PageVersion, number: int) -> int | None:
@@ -227,15 +239,90 @@ class StoredLines(LineAnalyses):
         lines = self._page_gives[row]
         return lines | int(self.data.gives[self._first[row]]) if title else lines
 
+    def page_units(self, page: PageVersion, *, title: bool = False) -> int:
+        row = self._rows.get(id(page))
+        if row is None or self._pages[row] is not page:
+            return self._fallback.page_units(page, title=title)
+        if self._page_units is None:
+            with self._lock:
+                if self._page_units is None:
+                    self._page_units = page_masks(self.data, self.data.units)
+        lines = self._page_units[row]
+        return lines | int(self.data.units[self._first[row]]) if title else lines
 
-def page_masks(data: LineData) -> list[int]:
-    """The kinds of answer each page's lines give (its title left out), OR-ed."""
+
+def page_masks(data: LineData, masks: np.ndarray | None = None) -> list[int]:
+    """The kinds of answer each page's lines give (its title left out), OR-ed; `masks`:
+    another per-text mask instead (the units)."""
     first = data.text_first
     if len(first) < 2:
         return []
-    gives = data.gives
+    gives = data.gives if masks is None else masks
     # one reduceat over the lines (the titles' entries zeroed); a page of no lines gives 0
     lines = gives.copy()
     lines[first[:-1]] = 0
-    out = np.bitwise_or.reduceat(lines, first[:-1]) if len(lines) else np.zeros(len(first) - 1, np.uint8)
+    out = np.bitwise_or.reduceat(lines, first[:-1]) if len(lines) else np.zeros(len(first) - 1, gives.dtype)
     return [int(m) for m in out]
+
+
+class LineParts:
+    """The line analyses of an index build's chunks (retrieval.build), in order, their terms
+    in global line-term ids."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.ids: list[np.ndarray] = []
+        self.counts: list[np.ndarray] = []
+        self.gives: list[bytes] = []
+        self.units: list[np.ndarray] = []
+        self.context: list[np.ndarray] = []
+        self.flat_lens: list[np.ndarray] = []
+        self.flats: list[str] = []
+        self.title_ids: list[np.ndarray] = []  # global term ids
+        self.title_counts: list[np.ndarray] = []
+
+    def add(self, idmap: np.ndarray, term_map: np.ndarray, texts: tuple) -> None:
+        """One chunk's line analyses (build._chunk_rows's `texts`); `idmap`, `term_map`: its
+        worker's line-term and term ids to global ones."""
+        ids, counts, gives, units, context, flat_lens, flat, title_ids, title_counts = texts
+        self.units.append(units)
+        self.title_ids.append(term_map[title_ids] if len(title_ids) else np.empty(0, np.int32))
+        self.title_counts.append(title_counts)
+        self.ids.append(idmap[ids])
+        self.counts.append(counts)
+        self.gives.append(gives)
+        self.context.append(context)
+        self.flat_lens.append(flat_lens)
+        self.flats.append(flat)
+
+    def data(self, pages: Sequence[PageVersion], term_vocab: dict[str, int]) -> LineData:
+        """The LineData: a line term the index's vocabulary holds is named by its term id,
+        any other by len(vocabulary) + its place among the extra terms."""
+        nt = len(term_vocab)
+        extra: list[str] = []
+        remap = np.empty(len(self.vocab), dtype=np.int32)
+        for term, i in self.vocab.items():
+            j = term_vocab.get(term)
+            if j is None:
+                j = nt + len(extra)
+                extra.append(term)
+            remap[i] = j
+        ids = np.concatenate(self.ids) if self.ids else np.empty(0, np.int32)
+        counts = np.concatenate(self.counts) if self.counts else np.empty(0, np.int64)
+        flat_lens = np.concatenate(self.flat_lens) if self.flat_lens else np.empty(0, np.int64)
+        title_counts = np.concatenate(self.title_counts) if self.title_counts else np.empty(0, np.int64)
+        sizes = np.asarray([1 + len(p.lines) for p in pages], dtype=np.int64)
+        return LineData(
+            text_first=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            term_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            term_ids=remap[ids] if len(ids) else ids.astype(np.int32),
+            extra_terms=extra,
+            gives=np.frombuffer(b"".join(self.gives), dtype=np.uint8).copy(),
+            units=np.concatenate(self.units) if self.units else np.empty(0, np.uint16),
+            context=np.concatenate(self.context) if self.context else np.zeros((0, 2), np.int32),
+            flat_ptr=np.concatenate([[0], np.cumsum(flat_lens)]).astype(np.int64),
+            flat="".join(self.flats),
+            title_ptr=np.concatenate([[0], np.cumsum(title_counts)]).astype(np.int64),
+            title_ids=(np.concatenate(self.title_ids) if self.title_ids else np.empty(0)).astype(np.int32),
+            heading_max_chars=HEADING_MAX_CHARS,
+        )

@@ -381,6 +381,7 @@ def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int
             for kind in answer_kinds.GIVES:
                 assert bool(got.gives & answer_kinds.BITS[kind]) == gives(text, frozenset({kind}))
         assert stored.page_gives(page) == fresh.page_gives(page)
+        assert stored.page_units(page, title=True) == fresh.page_units(page, title=True)
     assert framed > 0  # the pages hold lines whose question-view terms differ from the index's
     # a page object the index does not hold is analysed afresh
     other = dataclasses.replace(retriever.pages[0], lines=("別の行です。",))
@@ -392,6 +393,10 @@ def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int
 # What chatbot.coverage_features read as odds on a line before the index stored it (the
 # plain rule, NFKC text).
 ODDS_LINE = re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人")
+# ... and the units of its figures (2時間, 3日, 50歳), each spelling as one unit.
+UNIT_LINE = re.compile(r"[0-9〇一二三四五六七八九十数]\s*(?:万|千)?\s*(週間|時間|か月|ヶ月|カ月|箇月|分|日|週|年|歳|回|円|度)")
+UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間": "週", "か月": "月", "ヶ月": "月",
+           "カ月": "月", "箇月": "月", "月": "月", "年": "年", "歳": "歳", "回": "回", "度": "回", "円": "円"}
 
 
 def _retriever_of(pages: list[PageVersion], **overrides) -> OursRetriever:
@@ -422,16 +427,19 @@ def test_the_evidence_read_off_the_index_equals_the_page_matrix_and_fresh_titles
         rows, values = evidence._page_rows(cache, col)
         lo, hi = by_column.indptr[col], by_column.indptr[col + 1]
         assert np.array_equal(rows, by_column.indices[lo:hi]) and np.array_equal(values, by_column.data[lo:hi])
-    odds = 0
+    odds = units = 0
     for row, page in enumerate(retriever.pages):
         title = unicodedata.normalize("NFKC", page.title)
         assert evidence._title_terms(retriever, cache, row) == frozenset(t.text for t in retriever.analyzer.terms(title))
         facts = page_facts(page, retriever.line_analyses)
         assert facts == PageFacts.of((page.title, *page.lines))
-        want = any(ODDS_LINE.search(unicodedata.normalize("NFKC", t)) for t in (page.title, *page.lines))
+        texts = [unicodedata.normalize("NFKC", t) for t in (page.title, *page.lines)]
+        want = any(ODDS_LINE.search(t) for t in texts)
         assert facts.odds == want
+        assert facts.units == {UNIT_OF[u] for t in texts for u in UNIT_LINE.findall(t)}
         odds += want
-    assert odds > 0
+        units += bool(facts.units)
+    assert odds > 0 and units > 0
 
 
 @pytest.mark.parametrize("seed", [41, 42])
