@@ -1,12 +1,15 @@
 """`guiderag loadbench`: concurrent clients against 1..R `guiderag serve` replicas of one store.
 
-For each store (a SQLite file, and a PostgreSQL database when --pg URL is given) and each
-replica count, the bench starts that many `guiderag serve` processes on loopback over the
-same store, waits until each is ready (its index loaded), then runs k client threads that
-post questions round-robin over the replicas until `requests` answers are in or `seconds`
-have passed. It prints requests per second, p50/p95 latency, errors, and the audit rows
-the store gained (which must equal the requests answered), and compares with the cost of
-one question through the CLI (`guiderag ask`, a new process each time).
+For each store (a SQLite file, and a PostgreSQL database when --pg URL is given), each
+replica count, each worker count (`serve --workers W`) and each client count, the bench
+starts that many `guiderag serve` processes on loopback over the same store, waits until
+each is ready (its index loaded), then runs k client threads that post questions
+round-robin over the replicas until `requests` answers are in or `seconds` have passed.
+It prints requests per second, p50/p95 latency, errors, the audit rows the store gained
+(which must equal the requests answered), and the CPU the serving processes spent per
+answer (read from /proc: it does not depend on what else the machine runs), and compares
+with the cost of one question through the CLI (`guiderag ask`, a new process each time)
+and in-process (`Library.ask`, api.askbench: CPU per question and MeCab parses per ask).
 
 Timings are of this machine under whatever else it runs: compare the rows of one run.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -32,6 +36,8 @@ from guiderag.settings import Settings
 from guiderag.redact import redact
 from guiderag.store import Store
 from guiderag.store.pages import store_exists
+
+from .askbench import in_process
 
 QUESTIONS = (
     "胸腺腫瘍にはどのような治療法がありますか？",
@@ -57,13 +63,51 @@ class BenchRow:
     p95_ms: float = 0.0
     audit_rows: int = 0  # rows the store gained during the run
     error_samples: list[str] = field(default_factory=list)
+    workers: int = 1  # uvicorn processes per replica (serve --workers)
+    preload: bool = True  # the workers forked from a process that loaded the index
+    server_cpu_ms: float = 0.0  # CPU of the serving processes per answer
+    client_cpu_ms: float = 0.0  # CPU of the bench's client threads per answer
+
+
+@dataclass
+class Replicas:
+    """Running `serve` processes: their URLs and process ids."""
+
+    urls: list[str]
+    pids: list[int]
+
+    def cpu_s(self) -> float:
+        """CPU seconds spent so far by the replicas and their worker processes."""
+        return sum(tree_cpu_s(pid) for pid in self.pids)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its live children (Linux /proc; 0 elsewhere)."""
+    total = 0.0
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+    except (AttributeError, ValueError, OSError):  # not a POSIX system
+        return 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 @contextlib.contextmanager
-def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None] = ()) -> Iterator[list[str]]:
-    """`count` serve processes over `db`, each ready (index loaded); yields their URLs.
-    `index_roots[i]`: where replica i keeps its index (GUIDERAG_INDEX_ROOT; default beside
-    the store, or this machine's folder for a PostgreSQL store)."""
+def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None] = (), *, workers: int = 1,
+             preload: bool = True) -> Iterator[Replicas]:
+    """`count` serve processes over `db` (each with `workers` workers), each ready (index
+    loaded); yields their URLs. `index_roots[i]`: where replica i keeps its index
+    (GUIDERAG_INDEX_ROOT; default beside the store, or this machine's folder for a
+    PostgreSQL store)."""
     procs: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
     try:
@@ -72,14 +116,18 @@ def replicas(db: str, count: int, logs: Path, index_roots: Sequence[Path | None]
             log = open(logs / f"serve-{i}.log", "wb")
             root = index_roots[i] if i < len(index_roots) else None
             extra = {"GUIDERAG_INDEX_ROOT": str(root)} if root is not None else {}
-            procs.append(subprocess.Popen([sys.executable, "-m", "guiderag", "serve", "--port", str(port)],
-                                          env=clean_env(GUIDERAG_DB=db, **extra), stdout=log, stderr=subprocess.STDOUT))
+            extra["GUIDERAG_API_PRELOAD"] = "1" if preload else "0"
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "guiderag", "serve", "--port", str(port), "--workers", str(workers)],
+                env=clean_env(GUIDERAG_DB=db, **extra), stdout=log, stderr=subprocess.STDOUT))
             log.close()
             urls.append(f"http://127.0.0.1:{port}")
         for url, proc in zip(urls, procs):
             if not wait_until_serving(proc, lambda: answers_200(url + "/readyz", timeout_s=60), START_TIMEOUT_S):
                 raise EvalError(f"a replica did not start ({url}); see {logs}")
-        yield urls
+            for _ in range(4 * workers):  # every worker loaded (readyz of each: the kernel picks one)
+                answers_200(url + "/readyz", timeout_s=60)
+        yield Replicas(urls, [p.pid for p in procs])
     finally:
         for proc in procs:
             proc.terminate()
@@ -102,10 +150,10 @@ def startup(db: str, work: Path) -> list[dict]:
     rows = []
     for how, root in (("builds its own index at start-up", work / "own-index"), ("shared, prebuilt index", shared)):
         if how.startswith("shared"):
-            with replicas(db, 1, work, [shared]):  # a first replica builds it
+            with replicas(db, 1, work, [shared], workers=1):  # a first replica builds it
                 pass
         t0 = time.perf_counter()
-        with replicas(db, 1, work, [root]):
+        with replicas(db, 1, work, [root], workers=1):
             ready = time.perf_counter() - t0
         rows.append({"replica": how, "seconds_to_ready": round(ready, 2)})
     return rows
@@ -159,20 +207,30 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def bench_store(kind: str, db: str, replica_counts: Sequence[int], clients: int, total: int,
-                seconds: float, logs: Path) -> list[BenchRow]:
+def bench_store(kind: str, db: str, replica_counts: Sequence[int], clients: Sequence[int], total: int,
+                seconds: float, logs: Path, worker_counts: Sequence[int] = (1,),
+                preloads: Sequence[bool] = (True,)) -> list[BenchRow]:
     rows = []
     for count in replica_counts:
-        with replicas(db, count, logs) as urls:
-            before = audit_count(db)
-            latencies, errors, wall = run_clients(urls, clients, total, seconds)
-            gained = audit_count(db) - before
-        rows.append(BenchRow(
-            store=kind, replicas=count, clients=clients, requests=len(latencies), errors=len(errors),
-            seconds=round(wall, 2), rps=round(len(latencies) / wall, 1) if wall else 0.0,
-            p50_ms=round(statistics.median(latencies), 1) if latencies else 0.0,
-            p95_ms=round(_percentile(latencies, 0.95), 1), audit_rows=gained, error_samples=errors[:3],
-        ))
+        for workers in worker_counts:
+            for preload in (preloads if workers > 1 else (True,)):
+                with replicas(db, count, logs, workers=workers, preload=preload) as running:
+                    for k in clients:
+                        before = audit_count(db)
+                        server, client = running.cpu_s(), time.process_time()
+                        latencies, errors, wall = run_clients(running.urls, k, total, seconds)
+                        server, client = running.cpu_s() - server, time.process_time() - client
+                        gained = audit_count(db) - before
+                        answered = max(1, len(latencies))
+                        rows.append(BenchRow(
+                            store=kind, replicas=count, clients=k, requests=len(latencies), errors=len(errors),
+                            seconds=round(wall, 2), rps=round(len(latencies) / wall, 1) if wall else 0.0,
+                            p50_ms=round(statistics.median(latencies), 1) if latencies else 0.0,
+                            p95_ms=round(_percentile(latencies, 0.95), 1), audit_rows=gained,
+                            error_samples=errors[:3], workers=workers, preload=preload,
+                            server_cpu_ms=round(1000 * server / answered, 2),
+                            client_cpu_ms=round(1000 * client / answered, 2),
+                        ))
     return rows
 
 
@@ -196,29 +254,36 @@ def sample_store(folder: Path, location: str | None = None) -> str:
     return db
 
 
-def run(settings: Settings, *, clients: int, total: int, seconds: float, replica_counts: Sequence[int],
-        pg_url: str | None, sqlite_db: str | None, workdir: Path | None = None) -> dict:
+def run(settings: Settings, *, clients: Sequence[int], total: int, seconds: float, replica_counts: Sequence[int],
+        pg_url: str | None, sqlite_db: str | None, workdir: Path | None = None,
+        worker_counts: Sequence[int] = (1,), preloads: Sequence[bool] = (True,)) -> dict:
     """The whole bench; returns the report printed by `guiderag loadbench`."""
-    if clients < 1 or total < 1 or seconds <= 0 or not replica_counts or min(replica_counts) < 1:
-        raise InputError("--clients, --requests and --seconds must be positive, --replicas at least 1")
+    if (not clients or min(clients) < 1 or total < 1 or seconds <= 0 or not replica_counts
+            or min(replica_counts) < 1 or not worker_counts or min(worker_counts) < 1):
+        raise InputError("--clients, --requests and --seconds must be positive, --replicas and --workers at least 1")
     with tempfile.TemporaryDirectory(prefix="guiderag-loadbench-") as tmp:
         work = Path(workdir or tmp)
         work.mkdir(parents=True, exist_ok=True)
         db = sqlite_db or sample_store(work)
-        rows = bench_store("sqlite", db, replica_counts, clients, total, seconds, work)
+        rows = bench_store("sqlite", db, replica_counts, clients, total, seconds, work, worker_counts, preloads)
         notes = [f"sqlite store: {db}"]
         starts: list[dict] = []
         if pg_url:
             if not _has_pages(pg_url):
                 sample_store(work, pg_url)
-            rows += bench_store("postgresql", pg_url, replica_counts, clients, total, seconds, work)
+            rows += bench_store("postgresql", pg_url, replica_counts, clients, total, seconds, work, worker_counts,
+                                preloads)
             notes.append("postgresql store: " + redact(pg_url))
             starts = startup(pg_url, work)
         else:
             notes.append("no --pg URL: PostgreSQL rows left out")
             starts = startup(db, work)
         cli = cli_cost(db)
-    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "startup": starts, "notes": notes}
+        own = in_process(settings, db)
+    notes.append(f"load average {os.getloadavg()[0]:.2f} at the end, {os.cpu_count()} cores; server_cpu_ms and "
+                 "client_cpu_ms: CPU per answer of the serving processes and of the client threads")
+    return {"rows": [asdict(r) for r in rows], "cli_seconds_per_question": cli, "in_process": own, "startup": starts,
+            "notes": notes}
 
 
 def _has_pages(location: str) -> bool:
@@ -229,12 +294,21 @@ def _has_pages(location: str) -> bool:
 
 
 def table(report: dict) -> str:
-    cols = ("store", "replicas", "clients", "requests", "errors", "seconds", "rps", "p50_ms", "p95_ms", "audit_rows")
+    cols = ("store", "replicas", "workers", "preload", "clients", "requests", "errors", "seconds", "rps", "p50_ms",
+            "p95_ms", "audit_rows", "server_cpu_ms", "client_cpu_ms")
     lines = ["\t".join(cols)]
     for row in report["rows"]:
         lines.append("\t".join(str(row[c]) for c in cols))
     lines.append(f"# guiderag ask through the CLI (a new process per question): "
                  f"{report['cli_seconds_per_question']} s per question")
+    own = report.get("in_process")
+    if own:
+        lines.append(f"# in-process Library.ask (extract, SQLite, audit row included), {own['questions']} questions "
+                     f"not asked before: {own['cpu_ms_per_ask']} ms CPU per question ({own['wall_ms_per_ask']} ms "
+                     f"wall); MeCab parses (retrieval.analyzer.tokenize) per ask: {own['tokenize_per_ask']}")
+        for entry in own.get("profile_top", [])[:6]:
+            lines.append(f"#   profile: {entry['function']}: {entry['own_ms_per_ask']} ms own, "
+                         f"{entry['cumulative_ms_per_ask']} ms with callees per ask ({entry['calls']} calls)")
     for start in report.get("startup", []):
         lines.append(f"# a replica that {start['replica'] if start['replica'].startswith('builds') else 'reads a ' + start['replica']}: "
                      f"ready in {start['seconds_to_ready']} s")

@@ -13,12 +13,14 @@ import re
 import unicodedata
 from typing import Iterable
 
-WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH, CAN_I, WHAT_TO_DO = "when", "how long", "how often", "how much", "can I", "what to do"
+from guiderag.retrieval.answer_kinds import (CAN_I, HOW_LONG, HOW_MUCH, HOW_OFTEN, WHAT_TO_DO, WHEN, gives_mask,
+                                             mask)
 
-_NUM = r"[0-9０-９〇一二三四五六七八九十数]+"
-_TIME_UNIT = r"(?:日|週間?|か月|ヶ月|カ月|箇月|年|時間|分|歳)"
+__all__ = ["CAN_I", "FIGURE_KINDS", "HOW_LONG", "HOW_MUCH", "HOW_OFTEN", "WHAT_TO_DO", "WHEN", "asked_kinds",
+           "gives", "missing_figure", "missing_figure_of_masks"]
 
-# question side: what kind of answer is asked for
+# question side: what kind of answer is asked for (the line side, retrieval.answer_kinds,
+# is read at index time)
 _ASKS: dict[str, re.Pattern[str]] = {
     WHEN: re.compile(r"いつ|何時頃|時期|何日目|何歳から|どの段階|タイミング"),
     HOW_LONG: re.compile(r"どれ(?:くらい|ぐらい|位)|どの(?:くらい|ぐらい)|何(?:日|週|か月|ヶ月|カ月|年|時間)|期間|いつまで|長さ|ずっと続"),
@@ -27,16 +29,6 @@ _ASKS: dict[str, re.Pattern[str]] = {
     HOW_MUCH: re.compile(r"いくら|費用|お金|金額|値段|料金|負担|代は|無料|有料"),
     CAN_I: re.compile(r"(?:て|で)も(?:いい|よい|良い|大丈夫|平気|かまわ|構わ)|できますか|できる\?|できるの|られますか|れますか|大丈夫|平気|ダメ|だめ|いけない|可能"),
     WHAT_TO_DO: re.compile(r"どうすれば|どうしたら|どうやって|何をすれば|どうす(?:る|べき)|対処|気をつけ|注意(?:する|点)|工夫|予防|防ぐ|やっておいた"),
-}
-
-# line side: the kind of answer a line gives
-_GIVES: dict[str, re.Pattern[str]] = {
-    WHEN: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|以内|以降|直後|翌日|当日|前日|始まる|から再開|目安"),
-    HOW_LONG: re.compile(rf"{_NUM}\s*{_TIME_UNIT}|程度|前後|目安|以内|くらい|ほど"),
-    HOW_OFTEN: re.compile(rf"{_NUM}\s*(?:回|度)|ごと|おき|毎|定期的|間隔"),
-    HOW_MUCH: re.compile(rf"{_NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|対象外|無料|無償|かかりません"),
-    CAN_I: re.compile(r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫"),
-    WHAT_TO_DO: re.compile(r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談"),
 }
 
 
@@ -50,8 +42,7 @@ def gives(line: str, kinds: frozenset[str]) -> bool:
     """True when the line gives one of the asked kinds of answer."""
     if not kinds:
         return False
-    text = unicodedata.normalize("NFKC", line or "")
-    return any(_GIVES[k].search(text) for k in kinds)
+    return bool(gives_mask(line) & mask(kinds))
 
 
 # The kinds whose answer is a figure (a time, a duration, an interval, an amount).
@@ -62,7 +53,14 @@ def missing_figure(question: str, lines: Iterable[str]) -> frozenset[str]:
     """The figure kinds the question asks for when none of the lines gives any of them
     (else the empty set): a guideline that names the topic but gives no figure for it
     does not answer 「禁煙外来の費用はいくら」."""
+    return missing_figure_of_masks(question, (gives_mask(line) for line in lines))
+
+
+def missing_figure_of_masks(question: str, masks: Iterable[int]) -> frozenset[str]:
+    """`missing_figure` from what the lines give as bits (retrieval.answer_kinds; the index
+    stores a page's, retrieval.lines.LineAnalyses.page_gives)."""
     kinds = asked_kinds(question) & FIGURE_KINDS
     if not kinds:
         return frozenset()
-    return frozenset() if any(gives(line, kinds) for line in lines) else kinds
+    wanted = mask(kinds)
+    return frozenset() if any(m & wanted for m in masks) else kinds

@@ -309,9 +309,10 @@ class Reader:
             return True
         page = result.passages[0].page
         terms: set[str] = set()
-        for line in (page.title, *page.lines):
+        lines = self.gate.lines  # the lines' analyses stored with the index (retrieval.lines)
+        for n, line in enumerate((page.title, *page.lines)):
             if line.strip():
-                terms.update(self.gate.analyze(unicodedata.normalize("NFKC", line)))
+                terms.update(lines.terms(page, n))
         return slot_overlap(own, terms) >= cut
 
 

@@ -9,15 +9,16 @@ published threshold.
 """
 from __future__ import annotations
 
-import threading
 import unicodedata
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from dataclasses import dataclass
 
 from guiderag.retrieval.evidence import QueryEvidence, query_evidence
+from guiderag.retrieval.lines import LineAnalyses
 from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import RetrievalResult
+from guiderag.retrieval.retriever import result_slots
 from guiderag.settings import Settings
 from guiderag.store import PageVersion
 
@@ -42,10 +43,12 @@ def cleared_threshold(result: RetrievalResult, settings: Settings) -> bool:
 
 
 def measure_result(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-                   *, cleared: bool | None = None, keywords: Sequence[str] = ()) -> Measured:
+                   *, cleared: bool | None = None, keywords: Sequence[str] = (),
+                   lines: LineAnalyses | None = None) -> Measured:
     """The coverage features of `result` (the ours pipeline) for `question` (with the
     keywords' known terms added to the query, when given)."""
-    return measure_inputs(question, result, retriever, analyze, cleared=cleared, keywords=keywords).measure()
+    return measure_inputs(question, result, retriever, analyze, cleared=cleared, keywords=keywords,
+                          lines=lines).measure()
 
 
 def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str], context: Sequence[str] = ()) -> bool:
@@ -55,22 +58,29 @@ def adds_terms(retriever: OursRetriever, question: str, keywords: Sequence[str],
 
 
 def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-                   *, cleared: bool | None = None, keywords: Sequence[str] = ()) -> MeasureInputs:
-    """What the features of `result` are computed from (see MeasureInputs)."""
+                   *, cleared: bool | None = None, keywords: Sequence[str] = (),
+                   lines: LineAnalyses | None = None) -> MeasureInputs:
+    """What the features of `result` are computed from (see MeasureInputs). `lines`: the
+    lines' analyses to read (default: the retriever's, stored with its index); only the
+    question is analysed."""
+    lines = retriever.line_analyses if lines is None else lines
     evidence = query_evidence(retriever, question, result, keywords)
-    # a follow-up is measured as read: completed by the terms it leans on (chatbot.conversation)
-    slots = retriever.query_slots(question, keywords, *([result.context] if result.context else []))
-    coverage = line_coverage(question, result.passages, analyze, slots=slots[-1]) if slots and result.passages else 0.0
+    # a follow-up is measured as read: completed by the terms it leans on (chatbot.conversation);
+    # the slots its search built when the keywords are the search's
+    slots = result_slots(retriever, question, result) if tuple(keywords) == tuple(result.keywords) \
+        else retriever.query_slots(question, keywords, *([result.context] if result.context else []))
+    coverage = (line_coverage(question, result.passages, analyze, slots=slots[-1], lines=lines)
+                if slots and result.passages else 0.0)
     top = PageFacts()
     if evidence.top_page is not None:
-        top = page_facts(retriever.pages[evidence.top_page])
+        top = page_facts(retriever.pages[evidence.top_page], lines)
     reference = PageFacts()
     seen: set[tuple[str, int]] = set()
     for p in result.passages:
         key = (p.page.url, p.page.version)
         if key not in seen:
             seen.add(key)
-            reference = reference | page_facts(p.page)
+            reference = reference | page_facts(p.page, lines)
     return MeasureInputs(
         unicodedata.normalize("NFKC", question), float(result.top_score),
         [float(c.score) for c in result.candidates[:5]],
@@ -80,23 +90,10 @@ def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetrie
     )
 
 
-_FACTS: dict[tuple[str, int, str], PageFacts] = {}
-_FACTS_LOCK = threading.Lock()
-FACTS_CACHE = 8192  # pages whose facts are kept (a page version's never change)
-
-
-def page_facts(page: PageVersion) -> PageFacts:
-    """What a stored page version's lines give (figure kinds, odds), read once per version."""
-    key = (page.url, page.version, page.content_hash)
-    with _FACTS_LOCK:
-        found = _FACTS.get(key)
-    if found is None:
-        found = PageFacts.of((page.title, *page.lines))
-        with _FACTS_LOCK:
-            if len(_FACTS) >= FACTS_CACHE:
-                _FACTS.clear()
-            _FACTS[key] = found
-    return found
+def page_facts(page: PageVersion, lines: LineAnalyses) -> PageFacts:
+    """What a page version's title and lines give (figure kinds, odds, the units of its
+    figures), from what its lines give as the index stored it (retrieval.lines)."""
+    return PageFacts.of_mask(lines.page_gives(page, title=True), lines.page_units(page, title=True))
 
 
 @dataclass

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.retrieval.evidence import guideline_form
+from guiderag.retrieval.lines import LineAnalyses
 
 from . import coverage_model as cm
 from .coverage import adds_terms, measure_result
@@ -80,16 +81,17 @@ class CoverageDecision:
         return cls(cm.shipped().for_form(form), source=SHIPPED, form=form)
 
     def judge(self, question: str, result: RetrievalResult, retriever: OursRetriever, analyze: Analyze,
-              operating_point: float | None = None, *, keywords: Sequence[str] = ()) -> CoverageVerdict:
+              operating_point: float | None = None, *, keywords: Sequence[str] = (),
+              lines: LineAnalyses | None = None) -> CoverageVerdict:
         """Measure the retrieval, weigh it, explain it; refused below the model's operating
         point, or `operating_point` when given (an evaluation sweep). A model's `keywords`
         may only add evidence: P is the better of the question alone and with them."""
         started = time.perf_counter()
         cut = self.model.operating_point if operating_point is None else operating_point
         own = None if operating_point is None else self.model.operating_point
-        measured = measure_result(question, result, retriever, analyze)
+        measured = measure_result(question, result, retriever, analyze, lines=lines)
         if result.passages and adds_terms(retriever, question, keywords, result.context):
-            with_keywords = measure_result(question, result, retriever, analyze, keywords=keywords)
+            with_keywords = measure_result(question, result, retriever, analyze, keywords=keywords, lines=lines)
             if self.model.probability(with_keywords.values) > self.model.probability(measured.values):
                 measured = with_keywords
         if not result.passages:  # nothing shares a word with the question: nothing to weigh

@@ -31,6 +31,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from guiderag.retrieval import answer_kinds
 from guiderag.retrieval.evidence import QueryEvidence, SlotFact
 from guiderag.retrieval.tokens import NOUN_KINDS
 
@@ -47,7 +48,7 @@ RARE_PAGES = 2
 _NOUNISH = NOUN_KINDS  # ASCII words (EGFR, S-1) are nouns here too
 
 _ODDS_ASKED = re.compile(r"何\s*[%％]|何パーセント|何割|確率|生存率|余命|治る見込み|再発率")
-_ODDS_GIVEN = re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人")
+_ODDS_GIVEN = answer_kinds.GIVES[answer_kinds.ODDS]  # one rule, read at index time (retrieval.answer_kinds)
 _RECOMMEND = re.compile(r"ランキング|おすすめ|お勧め|オススメ|お薦め|上手|うまい|評判|名医|メーカー|ブランド|"
                         r"どこの病院|いい病院|良い病院|どの病院")
 
@@ -125,12 +126,12 @@ def _named(fact: SlotFact) -> str | None:
 
 # The units a figure is asked in (何時間, 何日, 何歳) and given in (2時間, 3日, 50歳), each
 # spelling read as one; on the time scale a neighbour answers too (何日 by 2週間).
-_UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間": "週", "か月": "月", "ヶ月": "月",
-            "カ月": "月", "箇月": "月", "月": "月", "年": "年", "歳": "歳", "回": "回", "度": "回", "円": "円"}
+# (the line side, given units, is retrieval.answer_kinds': the index stores each line's)
+_UNIT_OF = answer_kinds.UNIT_OF
 _TIME_SCALE = ("分", "時間", "日", "週", "月", "年")
-_UNITS = "週間|時間|か月|ヶ月|カ月|箇月|分|日|週|年|歳|回|円"
+_UNITS = answer_kinds.UNITS
 _ASKED_UNIT = re.compile(rf"何\s*({_UNITS})(?!も)")  # not 何回も, 何年も: many times, not how many
-_GIVEN_UNIT = re.compile(rf"[0-9〇一二三四五六七八九十数]\s*(?:万|千)?\s*({_UNITS}|度)")
+_GIVEN_UNIT = answer_kinds.GIVEN_UNIT
 
 
 def asked_units(text: str) -> frozenset[str]:
@@ -158,6 +159,14 @@ class PageFacts:
 
     def __or__(self, other: "PageFacts") -> "PageFacts":
         return PageFacts(self.gives | other.gives, self.odds or other.odds, self.units | other.units)
+
+    @classmethod
+    def of_mask(cls, gives_mask: int, unit_mask: int = 0) -> "PageFacts":
+        """The facts of lines that give the kinds `gives_mask` in the units `unit_mask`
+        (retrieval.answer_kinds bits, the index stores them: retrieval.lines.LineAnalyses
+        .page_gives and .page_units)."""
+        kinds = frozenset(k for k in FIGURE_KINDS if gives_mask & answer_kinds.BITS[k])
+        return cls(kinds, bool(gives_mask & answer_kinds.BITS[answer_kinds.ODDS]), answer_kinds.units_of(unit_mask))
 
     @classmethod
     def of(cls, lines: Iterable[str]) -> "PageFacts":

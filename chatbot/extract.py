@@ -1,9 +1,10 @@
 """EXTRACT mode (default, offline, no model): verbatim lines of the reference that answer.
 
 Every line of every reference passage is scored by the question's terms it contains
-(the retriever's analyzer, NFKC), each weighted by the retriever's corpus IDF (else an
-IDF over the reference's own lines), plus a character-bigram bonus for wording MeCab
-splits differently and a share of its passage's retrieval score. With the retriever's
+(the line's analysis: retrieval.lines, made when the index was built, else computed with
+the analyzer given), each weighted by the retriever's corpus IDF (else an IDF over the
+reference's own lines), plus a character-bigram bonus for wording MeCab splits
+differently and a share of its passage's retrieval score. With the retriever's
 query slots a line is read with its context: a term found only in its heading or, for a
 table row, in the table's header row counts at CONTEXT_WEIGHT (起こる時期 | 食後30分以内
 answers a question about 後期ダンピング症候群 named only in the header). Lines are then taken in
@@ -21,14 +22,15 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from guiderag.retrieval.answer_kinds import mask
+from guiderag.retrieval.lines import ComputedLines, LineAnalyses
 from guiderag.retrieval.result import Passage
 from guiderag.retrieval.retriever import Slots
-from guiderag.store import PageVersion
+from guiderag.store import PageVersion, structure
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
 
 from .answer import ShownPassage
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, is_table_row, title_line
-
-from .answer_type import asked_kinds, gives
+from .answer_type import asked_kinds
 from .shown import Pick, context_line, render
 
 Analyze = Callable[[str], Sequence[str]]
@@ -102,12 +104,7 @@ def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
 
 def table_header(page: PageVersion, number: int) -> int | None:
     """The header row (the first row) of the table that line `number` is a later row of."""
-    if not is_table_row(page.line(number)):
-        return None
-    n = number
-    while n > 1 and is_table_row(page.line(n - 1)):
-        n -= 1
-    return n if n != number else None
+    return structure.table_header(page.lines, number)
 
 
 def line_context(page: PageVersion, number: int, heading_max_chars: int = HEADING_MAX_CHARS) -> list[int]:
@@ -121,6 +118,11 @@ def line_context(page: PageVersion, number: int, heading_max_chars: int = HEADIN
     if h is not None and h not in out:
         out.append(h)
     return out
+
+
+def _lines(analyze: Analyze, lines: LineAnalyses | None, heading_max_chars: int) -> LineAnalyses:
+    """The line analyses to read: the retriever's when given, else computed with `analyze`."""
+    return lines if lines is not None else ComputedLines(analyze, heading_max_chars)
 
 
 def distinct_passages(passages: Sequence[Passage]) -> list[Passage]:
@@ -143,17 +145,22 @@ def score_lines(
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
     slots: Slots | None = None,
     heading_max_chars: int = HEADING_MAX_CHARS,
+    lines: LineAnalyses | None = None,
 ) -> list[ScoredLine]:
     """Every distinct non-blank reference line with its score, best first.
 
     With `slots` (the retriever's), a line's overlap is the share of their mass it finds,
     expansions included (a line saying 脱毛 finds 髪が抜ける); else the IDF share of the
     question's terms. A line giving the kind of answer asked for (chatbot.answer_type)
-    gains ANSWER_TYPE_WEIGHT."""
-    q_terms = question_terms(question, keywords, analyze)
+    gains ANSWER_TYPE_WEIGHT. `lines`: the lines' analyses (the retriever's, stored with
+    its index), else computed with `analyze`."""
+    lines = _lines(analyze, lines, heading_max_chars)
     q_bigrams = _bigrams(question)
-    kinds = asked_kinds(question)
-    entries: list[tuple[Pick, set[str], str, set[str]]] = []
+    kinds = mask(asked_kinds(question))
+    stored_context = lines.heading_max_chars == heading_max_chars
+    # per line: its pick, its terms, how many of the question's bigrams it holds, whether
+    # it gives the kind of answer asked for, the terms of the lines it is read with
+    entries: list[tuple[Pick, frozenset[str], int, bool, frozenset[str]]] = []
     seen: set[tuple[str, int, int]] = set()
     for passage in distinct_passages(passages):
         page = passage.page
@@ -163,23 +170,31 @@ def score_lines(
             if pick.key in seen or not text.strip():
                 continue
             seen.add(pick.key)
-            context: set[str] = set()
+            view = lines.line(page, n)
+            context: frozenset[str] = frozenset()
             if slots and CONTEXT_WEIGHT > 0:
-                for c in line_context(page, n, heading_max_chars):
-                    context |= set(analyze(unicodedata.normalize("NFKC", page.line(c))))
-            entries.append((pick, set(analyze(unicodedata.normalize("NFKC", text))), text, context))
-    weight = _weights(q_terms, [terms for _, terms, _, _ in entries], idf)
+                around = view.context if stored_context else line_context(page, n, heading_max_chars)
+                if around:
+                    context = frozenset().union(*(lines.terms(page, c) for c in around))
+            # a question bigram is in the line when it is two neighbours of its letters
+            found = sum(1 for g in q_bigrams if g in view.flat)
+            entries.append((pick, view.terms, found, bool(kinds & view.gives), context))
     top_passage = max((float(p.score) for p in passages), default=0.0) or 1.0
+    weight: dict[str, float] = {}
+    q_terms: list[str] = []
+    if not slots:  # the IDF share of the question's terms
+        q_terms = question_terms(question, keywords, analyze)
+        weight = _weights(q_terms, [terms for _, terms, _, _, _ in entries], idf)
     max_weight = sum(weight.values()) or 1.0
     scored = []
-    for order, (pick, terms, text, context) in enumerate(entries):
+    for order, (pick, terms, found, gives_kind, context) in enumerate(entries):
         if slots:
             overlap = slot_overlap(slots, terms, context)
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
-        bigram = len(q_bigrams & _bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0
+        bigram = found / len(q_bigrams) if q_bigrams else 0.0
         score = overlap * (1.0 + LINE_BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
-        if kinds and gives(text, kinds):
+        if gives_kind:
             score += ANSWER_TYPE_WEIGHT
         scored.append(ScoredLine(pick, score, overlap, order))
     scored.sort(key=lambda s: (-(s.overlap > 0), -s.score, s.order))
@@ -193,6 +208,7 @@ def line_coverage(
     idf: Mapping[str, float] | Callable[[str], float] | None = None,
     keywords: Sequence[str] = (),
     slots: Slots | None = None,
+    lines: LineAnalyses | None = None,
 ) -> float:
     """How much of the question the best single reference line speaks to, in [0, 1].
 
@@ -204,37 +220,32 @@ def line_coverage(
     separates out-of-scope questions better than the passage score alone. Keywords (from a
     model) count as question terms: they bridge a patient's words to the guideline's.
     With `slots` (the retriever's query, expansions included), the share of their mass
-    one line with its title finds, each slot at its best alternative's lambda.
+    one line with its title finds, each slot at its best alternative's lambda. `lines`:
+    the lines' analyses (the retriever's, stored with its index), else computed with
+    `analyze`.
     """
+    lines = _lines(analyze, lines, HEADING_MAX_CHARS)
     if slots is not None:
         best = 0.0
-        title_terms: dict[tuple[str, int], set[str]] = {}
         for p in passages:
-            key = (p.page.url, p.page.version)
-            if key not in title_terms:
-                title_terms[key] = set(analyze(unicodedata.normalize("NFKC", p.page.title)))
+            title = lines.terms(p.page, 0)
             for n in p.lines:
-                terms = set(analyze(unicodedata.normalize("NFKC", p.page.line(n)))) | title_terms[key]
-                best = max(best, slot_overlap(slots, terms))
+                best = max(best, slot_overlap(slots, lines.terms(p.page, n) | title))
         return best
     q_terms = question_terms(question, keywords, analyze)
     if not q_terms:
         return 0.0
-    lines = [set(analyze(unicodedata.normalize("NFKC", p.page.line(n)))) for p in passages for n in p.lines]
-    weight = _weights(q_terms, lines, idf)
+    line_terms = [lines.terms(p.page, n) for p in passages for n in p.lines]
+    weight = _weights(q_terms, line_terms, idf)
     total = sum(weight.values())
     if total <= 0:
         return 0.0
     best = 0.0
-    titles: dict[tuple[str, int], set[str]] = {}
     index = 0
     for p in passages:
-        key = (p.page.url, p.page.version)
-        if key not in titles:
-            titles[key] = set(analyze(unicodedata.normalize("NFKC", p.page.title)))
-        title = titles[key]
+        title = lines.terms(p.page, 0)
         for _ in p.lines:
-            terms = lines[index] | title
+            terms = line_terms[index] | title
             index += 1
             best = max(best, sum(weight[t] for t in q_terms if t in terms) / total)
     return best
@@ -242,7 +253,7 @@ def line_coverage(
 
 def _weights(
     q_terms: Sequence[str],
-    line_terms: Sequence[set[str]],
+    line_terms: Sequence[frozenset[str]],
     idf: Mapping[str, float] | Callable[[str], float] | None,
 ) -> dict[str, float]:
     """IDF of each question term: the corpus's when given, else over the reference lines."""
@@ -271,13 +282,15 @@ def extract(
     *,
     heading_max_chars: int = HEADING_MAX_CHARS,
     slots: Slots | None = None,
+    lines: LineAnalyses | None = None,
 ) -> tuple[str, list[ShownPassage]]:
     """The verbatim answer (lines joined by newlines) and where each line came from.
 
-    Returns ("", []) when the reference has no non-blank line.
+    Returns ("", []) when the reference has no non-blank line. `lines`: the reference
+    lines' analyses (the retriever's), else computed with `analyze`.
     """
     passages = distinct_passages(passages)
-    scored = score_lines(question, keywords, passages, analyze, idf, slots, heading_max_chars)
+    scored = score_lines(question, keywords, passages, analyze, idf, slots, heading_max_chars, lines)
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}

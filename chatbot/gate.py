@@ -7,7 +7,9 @@ two halves, so that the decision can be replaced without touching what is measur
   holds for a question: the best passage's score and whether one cleared the threshold,
   how much of the question the best reference line speaks to (`line_coverage`,
   chatbot.extract), and which asked figure no line of the reference's pages gives
-  (`asked_figure_missing`, chatbot.answer_type);
+  (`asked_figure_missing`, chatbot.answer_type). Both read the lines' analyses that were
+  made with the index (the retriever's `line_analyses`, retrieval.lines) and the query's
+  slots the search built (`query_slots`): only the question is analysed per ask;
 - a `Decision` reads the measures and returns a `Verdict`: covered or not, the measures,
   and which rule refused. `ThresholdRules` is the rules' decision (settings.min_line_coverage,
   settings.require_asked_figure), used with settings.coverage_decision = rules.
@@ -26,15 +28,15 @@ The protocol pipeline stays as published: neither measure applies to it.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 from guiderag.retrieval.result import RetrievalResult
+from guiderag.retrieval.retriever import result_slots as query_slots
 from guiderag.settings import COVERAGE_MODEL as COVERAGE_MODEL_DECISION
 from guiderag.settings import OURS, PROTOCOL, Settings
 
-from .answer_type import missing_figure
+from .answer_type import missing_figure_of_masks
 from .coverage_decision import CoverageDecision, CoverageVerdict
 from .extract import line_coverage
 
@@ -43,8 +45,6 @@ if TYPE_CHECKING:
     from guiderag.store import Store
 
 Analyze = Callable[[str], list[str]]
-# Analyses of reference lines kept per gate (the same lines recur across questions).
-ANALYSIS_CACHE = 8192
 
 # The rule that refused a question (Verdict.refused_by).
 THRESHOLD = "threshold"  # no passage cleared the retrieval threshold
@@ -137,8 +137,9 @@ class ThresholdRules:
 class EvidenceGate:
     """The gate of one guideline: its retriever's view of the question, measured, then
     decided (the coverage model, or ThresholdRules under the rules, unless another
-    Decision is given). Thread-safe: a Library
-    keeps one per guideline for every ask and routing; its analysis cache is shared."""
+    Decision is given). Thread-safe: a Library keeps one per guideline for every ask and
+    routing. It reads the reference lines' analyses stored with the index (`lines`,
+    retrieval.lines: the protocol pipeline's are computed and cached)."""
 
     def __init__(self, settings: Settings, retriever: Retriever, *, decision: Decision | None = None) -> None:
         self.settings = settings
@@ -146,8 +147,8 @@ class EvidenceGate:
         self.decision: Decision = decision or ThresholdRules(settings)
         # a Decision given decides; else the coverage model does (settings.coverage_decision)
         self._coverage_model = decision is None and settings.coverage_decision == COVERAGE_MODEL_DECISION
-        # the retriever's analyzer, cached (thread-safe; the same reference lines recur)
-        self.analyze: Analyze = functools.lru_cache(maxsize=ANALYSIS_CACHE)(retriever.analyze)
+        self.analyze: Analyze = retriever.analyze  # a text's terms as the retriever sees them
+        self.lines = retriever.line_analyses
 
     def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True,
               store: Store | None = None, keywords: Sequence[str] = ()) -> Verdict:
@@ -169,7 +170,7 @@ class EvidenceGate:
         decision = CoverageDecision.for_retriever(retriever, store)  # the calibration as it is now
         cut = self.settings.coverage_operating_point
         coverage = decision.judge(question, result, retriever, self.analyze, None if cut < 0 else cut,
-                                  keywords=keywords)
+                                  keywords=keywords, lines=self.lines)
         measures = Measures(pipeline=result.pipeline, over_threshold=result.governed,
                             top_score=float(result.top_score), line_coverage=None, asked_figure_missing=None)
         return Verdict(covered=coverage.covered, measures=measures,
@@ -181,7 +182,7 @@ class EvidenceGate:
         figure: frozenset[str] | None = None
         if applies and asked_figure and self.settings.require_asked_figure:
             pages = {(p.page.url, p.page.version): p.page for p in result.passages}
-            figure = missing_figure(question, [line for page in pages.values() for line in page.lines])
+            figure = missing_figure_of_masks(question, (self.lines.page_gives(page) for page in pages.values()))
         return Measures(
             pipeline=result.pipeline,
             over_threshold=result.governed,
@@ -199,8 +200,8 @@ class EvidenceGate:
         `query_weights`."""
         if self.settings.min_line_coverage <= 0:
             return None
-        slots = self.retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))
+        slots = query_slots(self.retriever, question, result)  # a follow-up's with the terms it leans on
         if not slots:
             weights = self.retriever.query_weights(question, result.keywords)
-            return line_coverage(question, result.passages, self.analyze, weights, result.keywords)
-        return max(line_coverage(question, result.passages, self.analyze, slots=s) for s in slots)
+            return line_coverage(question, result.passages, self.analyze, weights, result.keywords, lines=self.lines)
+        return max(line_coverage(question, result.passages, self.analyze, slots=s, lines=self.lines) for s in slots)

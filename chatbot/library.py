@@ -10,9 +10,9 @@ evidence gate (chatbot.gate): routing measures a guideline's evidence with the v
 its answers are judged by.
 
 A Library may answer from several threads at once (the API, the chat's sessions): every
-ask opens its own store connection for its Chatbot (its audit row) unless it is given one
-(`store=`, one thread's own), the retrievers are read-only, the gates' analysis caches are
-thread-safe, and loading a retriever is done once under a lock. A process keeps its
+ask writes its audit row through its thread's own store connection (chatbot.stores) unless
+it is given one (`store=`, one thread's own), the retrievers and their stored line
+analyses are read-only, and loading a retriever is done once under a lock. A process keeps its
 loaded libraries in chatbot.library_cache, keyed on the store's state.
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .conversation import Reader, Reading, clean_history
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
 from .question import clean_question
+from .stores import thread_stores
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
@@ -123,15 +124,17 @@ class Library:
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
-    def route(self, question: str, requested: str | None = None) -> rt.Routing:
-        """Which guideline answers `question` (already cleaned), and how it was chosen."""
+    def route(self, question: str, requested: str | None = None, *, store: Store | None = None) -> rt.Routing:
+        """Which guideline answers `question` (already cleaned), and how it was chosen.
+        `store`: the calling thread's connection the calibrations are read through (else
+        the library's own, for a caller on one thread)."""
         name = self.check_requested(requested)
         if name != AUTO_GUIDELINE:
             return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
         if len(self.guidelines) <= 1:
             only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
             return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
-        evidence = [self.evidence(gid, question) for gid in self.ids]
+        evidence = [self.evidence(gid, question, store=store) for gid in self.ids]
         chosen, governed = rt.offline_choice(evidence)
         routing = rt.Routing(requested=name, chosen=chosen, method=rt.OFFLINE, governed=governed,
                              evidence=evidence)
@@ -139,36 +142,38 @@ class Library:
             self._ask_model(question, routing)
         return routing
 
-    def evidence(self, gid: str, question: str) -> rt.Evidence:
+    def evidence(self, gid: str, question: str, *, store: Store | None = None) -> rt.Evidence:
         """One guideline's retrieval evidence for a question (offline keywords), judged by
         that guideline's own evidence gate: its coverage model (its calibration, read from
         the store now), or under the rules as far as the threshold and the line coverage go
         (chatbot.gate: the asked-figure rule is the answer's alone)."""
         result = self.retriever(gid).search(question, None)
-        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=self.store)
+        verdict = self.gate(gid).judge(question, result, asked_figure=False, store=store or self.store)
         p = verdict.coverage.probability if verdict.coverage is not None else None
         return rt.Evidence(gid, float(result.top_score), verdict.measures.line_coverage, verdict.covered, p)
 
-    def route_follow_up(self, question: str, history: Sequence[str]) -> tuple[rt.Routing, Reading] | None:
+    def route_follow_up(self, question: str, history: Sequence[str], *,
+                        store: Store | None = None) -> tuple[rt.Routing, Reading] | None:
         """A conversation stays with its guideline: the one the latest earlier question that
         some guideline governs on its own is routed to (offline). When that guideline reads
         `question` (cleaned) as leaning on the earlier ones (chatbot.conversation: carried
         terms, or its own words finding the earlier topic's page), it answers it; else None
         (the question carries a topic of its own: routed alone)."""
         for earlier in reversed(history):
-            chosen, governed = rt.offline_choice([self.evidence(gid, earlier) for gid in self.ids])
+            chosen, governed = rt.offline_choice([self.evidence(gid, earlier, store=store) for gid in self.ids])
             if not governed:
                 continue
-            reading = self.reader(chosen).read(question, history)
+            reading = self.reader(chosen, store=store).read(question, history)
             if not (reading.carried or reading.same_topic):
                 return None
             return rt.Routing(requested=AUTO_GUIDELINE, chosen=chosen, method=rt.CONVERSATION, governed=True,
                               conversation=earlier), reading
         return None
 
-    def reader(self, gid: str) -> Reader:
-        """How one guideline reads a question of a conversation (chatbot.conversation)."""
-        return Reader(self.settings, self.retriever(gid), self.gate(gid), self.store)
+    def reader(self, gid: str, *, store: Store | None = None) -> Reader:
+        """How one guideline reads a question of a conversation (chatbot.conversation);
+        `store`: the calling thread's connection its calibration is read through."""
+        return Reader(self.settings, self.retriever(gid), self.gate(gid), store or self.store)
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
@@ -201,8 +206,16 @@ class Library:
         """Route, then answer from the chosen guideline only (one audit row, as always);
         `progress` as for Chatbot.ask. `store`: the connection to write the audit row
         through (one the calling thread alone uses, e.g. an evaluation run's), else the
-        answer opens its own. `history`: the conversation's earlier questions, oldest first
-        (a follow-up is routed and answered as read with them)."""
+        calling thread's own (chatbot.stores: kept open between asks for an SQLite store).
+        `history`: the conversation's earlier questions, oldest first (a follow-up is routed
+        and answered as read with them)."""
+        if store is None:
+            with thread_stores(str(self.settings.store)).use() as own:
+                return self._ask(question, mode, guideline, progress, own, history)
+        return self._ask(question, mode, guideline, progress, store, history)
+
+    def _ask(self, question: str, mode: str | None, guideline: str | None, progress: Progress | None,
+             store: Store, history: Sequence[str] | None) -> Answer:
         name = self.check_requested(guideline)
         reading: Reading | None = None
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
@@ -213,13 +226,13 @@ class Library:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
                     return bot.ask(question, mode, history=history)
-            followed = self.route_follow_up(text, earlier) if earlier else None
+            followed = self.route_follow_up(text, earlier, store=store) if earlier else None
             if followed is not None:
                 routing, reading = followed
             else:
-                routing = self.route(text, name)
+                routing = self.route(text, name, store=store)
         else:
-            routing = self.route(question, name)
+            routing = self.route(question, name, store=store)
         with self.chatbot(routing.chosen, routing, store=store) as bot:
             if progress is None and history is None:
                 return bot.ask(question, mode)

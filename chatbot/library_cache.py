@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING
 
 from guiderag.errors import EmptyCorpusError
 from guiderag.settings import Settings
-from guiderag.store import Store
 
 from .library import Library
 from .llm import LLMClient
+from .stores import close_all as close_stores
+from .stores import thread_stores
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
@@ -78,8 +79,9 @@ class LibraryCache:
         self._retired: Library | None = None  # the one before: closed at the next reload
 
     def state(self) -> str:
-        """The store's state now (a connection of its own: StoreMissingError without a store)."""
-        with Store(self.settings.store, create=False) as store:
+        """The store's state now, one query through the calling thread's connection
+        (chatbot.stores; StoreMissingError without a store)."""
+        with thread_stores(str(self.settings.store)).use() as store:
             return store.state()
 
     @property
@@ -150,9 +152,11 @@ def shared_library(settings: Settings, state: str | None = None) -> Library:
 
 
 def clear() -> None:
-    """Close and forget every cached library (a process done with its stores; tests)."""
+    """Close and forget every cached library and every kept store connection (a process
+    done with its stores; tests)."""
     with _CACHES_LOCK:
         caches = list(_CACHES.values())
         _CACHES.clear()
     for cache in caches:
         cache.close()
+    close_stores()

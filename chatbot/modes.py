@@ -29,6 +29,8 @@ from .llm import LLMClient
 from .record import AskRecord
 from .shown import Pick, layout, render
 
+from guiderag.retrieval.retriever import result_slots as query_slots
+
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
 
@@ -85,10 +87,10 @@ class Extract(AnswerMode):
     ) -> Answer:
         """`error`: why a model mode was answered with extract instead (the fallback)."""
         # with the keywords' when they add any; a follow-up with the terms it leans on
-        slots = self.retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))
+        slots = query_slots(self.retriever, question, result)
         text, shown = extract(
             question, result.keywords, result.passages, self.settings.answer_chars,
-            self.analyze, self.retriever.idf, slots=slots[-1] if slots else None,
+            self.analyze, self.retriever.idf, slots=slots[-1] if slots else None, lines=self.retriever.line_analyses,
         )
         if not text:
             return self.refusal(question, result, retrieval, error=error)

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from guiderag.store import PageVersion
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
+from guiderag.store import structure
+from guiderag.store.structure import HEADING_MAX_CHARS, title_line
 
 from .answer import ShownPassage
-
-# How far up a page to look for the heading or the introducing sentence of a picked line.
-CONTEXT_LOOKBACK = 8
 
 
 @dataclass(frozen=True)
@@ -36,21 +34,9 @@ class Pick:
 
 def context_line(page: PageVersion, number: int, heading_max_chars: int = HEADING_MAX_CHARS) -> int | None:
     """The line a reader needs above line `number`: the sentence introducing a list item,
-    else the nearest heading above it (None when the line is itself a heading)."""
-    text = page.line(number)
-    if is_heading(text, heading_max_chars):
-        return None
-    stop = max(1, number - CONTEXT_LOOKBACK)
-    if is_list_item(text):
-        for n in range(number - 1, stop - 1, -1):
-            above = page.line(n)
-            if above.strip() and not is_list_item(above):
-                return n
-        return None
-    for n in range(number - 1, stop - 1, -1):
-        if is_heading(page.line(n), heading_max_chars):
-            return n
-    return None
+    else the nearest heading above it (None when the line is itself a heading;
+    store.structure.context_line)."""
+    return structure.context_line(page.lines, number, heading_max_chars)
 
 
 def render(

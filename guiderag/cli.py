@@ -181,9 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", parents=[common], help="the HTTP API (POST /v1/ask, GET /v1/pages, /healthz, /readyz)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    add_setting_flag(p, "api_workers", metavar="N")
 
     p = sub.add_parser("loadbench", parents=[common], help="concurrent clients against 1 and 2 API replicas")
-    p.add_argument("--clients", type=int, default=16, help="concurrent client threads (default 16)")
+    p.add_argument("--clients", default="1,16", help="concurrent client threads, comma-separated counts "
+                   "(default 1,16)")
+    p.add_argument("--workers", dest="worker_counts", default="1,2", help="`serve --workers` of each replica, comma-separated counts "
+                   "(default 1,2)")
+    p.add_argument("--preload", choices=("on", "off", "both"), default="on",
+                   help="several workers: forked from a process that loaded the index (on, the default), "
+                        "each loading its own (off), or both")
     p.add_argument("--requests", type=int, default=320, help="requests per run, at most (default 320)")
     p.add_argument("--seconds", type=float, default=120.0, help="seconds per run, at most (default 120)")
     p.add_argument("--replicas", default="1,2", help="replica counts, comma-separated (default 1,2)")

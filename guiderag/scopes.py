@@ -321,6 +321,11 @@ class ApiConfig:
                                           "max_question_chars are answered", check=at_least(1))
     api_cors_origins: str = setting("", "origins allowed to call the API from a browser (comma-separated); "
                                     "empty: no CORS headers", check=_ORIGINS)
+    api_workers: int = setting(2, "uvicorn processes `serve` answers with, on one port (one process runs "
+                               "one request's Python at a time: about one core each)", flag="--workers",
+                               check=at_least(1))
+    api_preload: bool = setting(True, "with several workers, load the index once before forking them "
+                                "(they share it in memory and start ready); off: each worker loads its own")
     # /readyz touches the store and may load the indexes; the probe must answer a load
     # balancer in time whatever the store does (a hung PostgreSQL): api/health.py.
     api_ready_timeout_s: float = setting(2.0, "/readyz answers within this many seconds: a store (or an index load) "

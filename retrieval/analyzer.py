@@ -380,11 +380,26 @@ class Analyzer:
     parts: bool = True
     verbs: bool = True
 
-    def analysis(self, text: str) -> Analysis:
+    def tokens(self, text: str) -> list[Token]:
+        """The MeCab tokens of `text` with the maintainer's synonyms applied."""
         tokens = tokenize(text)
         if self.synonyms is not None:
             tokens = self.synonyms.apply(tokens)
-        return analyze_tokens(tokens, parts=self.parts, verbs=self.verbs)
+        return tokens
+
+    def analysis(self, text: str) -> Analysis:
+        return analyze_tokens(self.tokens(text), parts=self.parts, verbs=self.verbs)
+
+    def page_analysis(self, text: str) -> tuple[Analysis, list[str]]:
+        """A page text's index analysis, and its terms as the answer stage compares them
+        with a question's (`query_terms`: framing words are no terms there), from one
+        MeCab parse (the index build stores both, retrieval.lines)."""
+        tokens = self.tokens(text)
+        analysis = analyze_tokens(tokens, parts=self.parts, verbs=self.verbs)
+        framed = drop_framing(tokens)
+        same = framed is tokens or framed == tokens
+        terms = analysis.terms if same else analyze_tokens(framed, parts=self.parts, verbs=self.verbs).terms
+        return analysis, [t.text for t in terms]
 
     def terms(self, text: str) -> list[Term]:
         return self.analysis(text).terms
@@ -392,10 +407,7 @@ class Analyzer:
     def query_tokens(self, text: str) -> list[Token]:
         """A question's tokens, synonyms applied, question-framing words (retrieval.framing:
         心配, 教えて, いつ頃, うちの父...) turned into non-terms."""
-        tokens = tokenize(text)
-        if self.synonyms is not None:
-            tokens = self.synonyms.apply(tokens)
-        return drop_framing(tokens)
+        return drop_framing(self.tokens(text))
 
     def query_analysis(self, text: str) -> Analysis:
         """The analysis of a question: as `analysis`, without the question-framing words,

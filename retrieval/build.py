@@ -1,5 +1,6 @@
 """Building the index: every page analysed once (in parallel for large corpora) into the
-sparse matrices of retrieval.index, then saved by retrieval.persist."""
+sparse matrices of retrieval.index and the line analyses of retrieval.lines (from the same
+MeCab parse of each text), then saved by retrieval.persist."""
 from __future__ import annotations
 
 import multiprocessing
@@ -7,7 +8,8 @@ import operator
 import os
 import sys
 import time
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -17,8 +19,12 @@ from guiderag.progress import Progress
 from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
 from guiderag.store import PageVersion
 
-from .analyzer import Analyzer, char_bigrams
 from guiderag.store import structure
+from guiderag.store.structure import line_contexts
+
+from .analyzer import Analyzer, char_bigrams
+from .answer_kinds import gives_mask, unit_mask
+from .lines import LineParts, flat_text
 
 from . import bm25, passages
 from .bm25 import idf_vector, presence, saturate
@@ -40,11 +46,13 @@ _TEXT = operator.itemgetter(0)  # Term.text
 # The pages are cut into chunks. Each analysing process (the main one and the forked
 # workers, each with its _WorkerState) turns a chunk into sparse rows itself: every text
 # (title, lines) becomes ids in the process's OWN vocabulary, then the pages, their
-# passages and their line spans become blocks of (ids, counts, row lengths). With every
-# chunk's result goes the vocabulary met for the first time, in id order; build_data maps
-# each process's ids to global ids with one numpy take per block (_IdMap), taking the
-# results in chunk order. So the MeCab and term work runs in parallel and the assembly
-# costs a few numpy calls per chunk.
+# passages and their line spans become blocks of (ids, counts, row lengths). Each text's
+# line analysis (its terms as the answer stage reads them, in a third vocabulary of the
+# process's own, its answer kinds, letters and context lines) goes along as a few arrays.
+# With every chunk's result goes the vocabulary met for the first time, in id order;
+# build_data maps each process's ids to global ids with one numpy take per block (_IdMap),
+# taking the results in chunk order. So the MeCab and term work runs in parallel and the
+# assembly costs a few numpy calls per chunk.
 
 
 @dataclass
@@ -56,8 +64,11 @@ class _WorkerState:
     bigrams: dict[str, int]
     term_list: list[str]
     bigram_list: list[str]
+    line_terms: dict[str, int] = field(default_factory=dict)
+    line_term_list: list[str] = field(default_factory=list)
     sent_terms: int = 0
     sent_bigrams: int = 0
+    sent_line_terms: int = 0
 
 
 _WORKER: _WorkerState | None = None
@@ -137,29 +148,48 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     """Rows of a chunk of pages in the worker's ids, and the worker's new vocabulary.
 
     Every text of the chunk (each page's title, then its lines) is analysed once; its
-    terms and bigrams go to one id list each, with where each text ends. Then each kind
-    of row (pages, passages, line spans) is counted for the whole chunk at once, and the
-    result is one message: a few numpy arrays, whatever the number of pages."""
+    terms and bigrams go to one id list each, with where each text ends, and its line
+    analysis (retrieval.lines) to a few more. Then each kind of row (pages, passages, line
+    spans) is counted for the whole chunk at once, and the result is one message: a few
+    numpy arrays, whatever the number of pages."""
     w = _WORKER
     assert w is not None, "_init_worker was not called"
     terms: list[str] = []
     grams: list[str] = []
     t_ends: list[int] = []
     b_ends: list[int] = []
+    line_terms: list[str] = []
+    l_counts: list[int] = []
+    gives: list[int] = []
+    units: list[int] = []
+    flats: list[str] = []
+    contexts: list[tuple[int, ...]] = []
     page_rows: list[list[tuple[int, int]]] = []
     passage_rows: list[list[tuple[int, int]]] = []
     span_rows: list[tuple[int, int, int]] = []
     metas: list[list[tuple]] = []
     span_counts: list[int] = []
-    analysis = w.analyzer.analysis
+    analysis = w.analyzer.page_analysis
+    nfkc = unicodedata.normalize
+    titles: list[int] = []  # each page's title's text number
     for title, lines in jobs:
         base = len(t_ends)  # the title's text number; line k is text base + k
+        titles.append(base)
         for text in (title, *lines):
-            a = analysis(text)
+            normal = nfkc("NFKC", text)
+            a, seen = analysis(normal)
             terms.extend(map(_TEXT, a.terms))
             grams.extend(char_bigrams(a.spans))
             t_ends.append(len(terms))
             b_ends.append(len(grams))
+            distinct = list(dict.fromkeys(seen))
+            line_terms.extend(distinct)
+            l_counts.append(len(distinct))
+            gives.append(gives_mask(normal, normalized=True))
+            units.append(unit_mask(normal, normalized=True))
+            flats.append(flat_text(normal, normalized=True))
+        contexts.append(())
+        contexts.extend(line_contexts(lines, w.heading_max_chars))
         page_rows.append([(base, base + len(lines) + 1)])
         skip = body_skip(title, lines, w.heading_max_chars)
         spans = line_spans(lines, w.heading_max_chars, skip)
@@ -174,6 +204,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         span_counts.append(len(spans))
     tflat = _local_ids(terms, w.terms, w.term_list)
     bflat = _local_ids(grams, w.bigrams, w.bigram_list)
+    lflat = _local_ids(line_terms, w.line_terms, w.line_term_list)
     tw, bw = len(w.term_list), len(w.bigram_list)
     blocks = [
         _count_rows(tflat, t_ends, page_rows, tw),
@@ -183,13 +214,29 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         _presence_rows(tflat, t_ends, span_rows),
         _presence_rows(bflat, b_ends, span_rows),
     ]
+    context = np.zeros((len(contexts), 2), dtype=np.int32)
+    for i, c in enumerate(contexts):
+        if c:
+            context[i, : len(c)] = c
+    # each title's index terms (its analysis as the index made it: retrieval.evidence reads
+    # them), distinct, in the worker's term ids
+    title_ids: list[np.ndarray] = []
+    for base in titles:
+        start = t_ends[base - 1] if base else 0
+        title_ids.append(np.unique(tflat[start:t_ends[base]]))
+    title_counts = np.asarray([len(t) for t in title_ids], dtype=np.int64)
+    title_flat = np.concatenate(title_ids) if title_ids else np.empty(0, np.int64)
+    texts = (lflat, np.asarray(l_counts, dtype=np.int64), bytes(gives), np.asarray(units, dtype=np.uint16), context,
+             np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
     result = (
         os.getpid(),
         w.sent_terms, w.term_list[w.sent_terms :],
         w.sent_bigrams, w.bigram_list[w.sent_bigrams :],
-        blocks, metas, span_counts,
+        w.sent_line_terms, w.line_term_list[w.sent_line_terms :],
+        blocks, metas, span_counts, texts,
     )
     w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
+    w.sent_line_terms = len(w.line_term_list)
     return result
 
 
@@ -278,36 +325,49 @@ class _Builder:
         return len(self.indptr) - 1
 
     def matrix(self, ncols: int) -> sp.csr_matrix:
+        """The matrix (once: the blocks are let go as it is made)."""
         indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
         data = np.concatenate(self.counts) if self.counts else np.empty(0, np.float32)
         indptr = np.asarray(self.indptr, dtype=np.int64)
-        m = sp.csr_matrix((data, indices, indptr), shape=(len(self.indptr) - 1, ncols))
+        self.indices, self.counts, self.indptr = [], [], [0]
+        m = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, ncols))
         m.sort_indices()
         return m
+
+
+def _stack(levels: list[sp.csr_matrix]) -> sp.csc_matrix:
+    """One channel's matrix in the ROW LAYOUT (retrieval.index): the levels' rows one after
+    another (the list is emptied as it goes: each level's memory is freed once stacked)."""
+    stacked = sp.vstack(levels, format="csr")
+    levels.clear()
+    return stacked.tocsc()
 
 
 def build_data(
     pages: Sequence[PageVersion], corpus_version: str, settings: Settings, analyzer: Analyzer
 ) -> IndexData:
-    """Analyse every page once and build the matrices in memory."""
+    """Analyse every page once and build the matrices and the line analyses in memory."""
     term_vocab: dict[str, int] = {}
     bigram_vocab: dict[str, int] = {}
     pt, pb = _Builder(), _Builder()  # passages
     gt, gb = _Builder(), _Builder()  # pages
     st, sb = _Builder(), _Builder()  # line spans
+    lines = LineParts()
     span_first: list[int] = []
     span_end: list[int] = []
     passage_page: list[int] = []
     passage_heading: list[int] = []
     passage_first: list[int] = []
     passage_last: list[int] = []
-    maps: dict[int, tuple[_IdMap, _IdMap]] = {}
+    maps: dict[int, tuple[_IdMap, _IdMap, _IdMap]] = {}
     row = 0
     for result in analyze_pages(pages, settings, analyzer):
-        pid, t_start, new_terms, b_start, new_bigrams, blocks, metas, span_counts = result
-        tmap, bmap = maps.setdefault(pid, (_IdMap(), _IdMap()))
+        pid, t_start, new_terms, b_start, new_bigrams, l_start, new_lines, blocks, metas, span_counts, texts = result
+        tmap, bmap, lmap = maps.setdefault(pid, (_IdMap(), _IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
+        lmap.extend(l_start, new_lines, lines.vocab)
+        lines.add(lmap.ids, tmap.ids, texts)
         offset = st.rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
             builder.add_block(idmap.ids[ids], counts, lengths)
@@ -326,28 +386,32 @@ def build_data(
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     k1, b = bm25.K1, bm25.B
     nt, nb = len(term_vocab), len(bigram_vocab)
+    n_spans = st.rows
     page_terms = gt.matrix(nt)
     page_bigrams = gb.matrix(nb)
+    term_idf, bigram_idf = idf_vector(page_terms), idf_vector(page_bigrams)
+    terms = _stack([saturate(pt.matrix(nt), k1, b), saturate(page_terms, k1, b), presence(st.matrix(nt))])
+    del page_terms
+    bigrams = _stack([saturate(pb.matrix(nb), k1, b), saturate(page_bigrams, k1, b), presence(sb.matrix(nb))])
+    del page_bigrams
     return IndexData(
         corpus_version=corpus_version,
         fingerprint=index_fingerprint(settings, analyzer),
         page_keys=[(p.url, p.version, p.content_hash) for p in pages],
         term_vocab=term_vocab,
         bigram_vocab=bigram_vocab,
-        term_idf=idf_vector(page_terms),
-        bigram_idf=idf_vector(page_bigrams),
+        term_idf=term_idf,
+        bigram_idf=bigram_idf,
         passage_page=np.asarray(passage_page, dtype=np.int32),
         passage_heading=np.asarray(passage_heading, dtype=np.int32),
         passage_first=np.asarray(passage_first, dtype=np.int32),
         passage_last=np.asarray(passage_last, dtype=np.int32),
-        passages_terms=saturate(pt.matrix(nt), k1, b).tocsc(),
-        passages_bigrams=saturate(pb.matrix(nb), k1, b).tocsc(),
         passage_span_first=np.asarray(span_first, dtype=np.int32),
         passage_span_end=np.asarray(span_end, dtype=np.int32),
-        spans_terms=presence(st.matrix(nt)).tocsc(),
-        spans_bigrams=presence(sb.matrix(nb)).tocsc(),
-        pages_terms=saturate(page_terms, k1, b).tocsc(),
-        pages_bigrams=saturate(page_bigrams, k1, b).tocsc(),
+        terms=terms,
+        bigrams=bigrams,
+        n_spans=n_spans,
+        lines=lines.data(pages, term_vocab),
         chars=chars,
     )
 

@@ -6,8 +6,10 @@ the patient table, Sudachi's synonyms, a compound's words), how widely (on how m
 whether the best page and its title hold them, and how specific the words it never uses
 are in general Japanese. `query_evidence(retriever, question, result)` answers that from
 the index the retriever already holds: one `SlotFact` per query slot (retrieval.query),
-read off the page-term matrix (a column's rows are the pages holding the term), so it costs
-a few sparse column look-ups per question, no analysis of page text.
+read off the index's term matrix (a column's page rows are the pages holding the term,
+retrieval.index's ROW LAYOUT) and the titles' terms stored with the index
+(retrieval.lines.LineData), so it costs a few sparse column look-ups per question, no
+analysis of page text.
 
 The query is the question's own (keywords are not read: model keywords may only add
 evidence, and the chatbot measures with and without them), completed, for a follow-up in a
@@ -15,8 +17,8 @@ conversation, by the terms it leans on (`result.context`, chatbot.conversation).
 """
 from __future__ import annotations
 
+import functools
 import threading
-import unicodedata
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -31,6 +33,9 @@ from .tokens import ADVERBIAL, Term
 if TYPE_CHECKING:
     from .pipeline_ours import OursRetriever
     from .result import RetrievalResult
+
+# Words whose adverb-likeness (`_adverbial`) is kept.
+ADVERBIAL_CACHE = 4096
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,15 @@ class _IndexCache:
 
     def __init__(self, retriever: OursRetriever) -> None:
         self.lock = threading.Lock()
-        self.lengths = np.bincount(retriever.data.pages_terms.indices, minlength=retriever.data.n_pages)
+        data = retriever.data
+        pages = data.rows("pages")
+        self.first, self.stop = pages.start, pages.stop  # the page rows of the term matrix
+        m = data.terms
+        if not m.has_sorted_indices:  # pragma: no cover - the build and the loader sort them
+            m = m.sorted_indices()
+        self.matrix = m
+        held = m.indices[(m.indices >= self.first) & (m.indices < self.stop)]
+        self.lengths = np.bincount(held - self.first, minlength=data.n_pages)
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
 
@@ -109,17 +122,22 @@ def _title_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> froz
     with cache.lock:
         found = cache.titles.get(row)
     if found is None:
-        title = unicodedata.normalize("NFKC", retriever.pages[row].title)
-        found = frozenset(t.text for t in retriever.analyzer.terms(title))
+        # the title's terms as the index analysed it (Analyzer.terms of its NFKC text)
+        lines = retriever.data.lines
+        ids = lines.title_ids[lines.title_ptr[row]:lines.title_ptr[row + 1]].tolist()
+        found = frozenset(map(retriever.term_list.__getitem__, ids))
         with cache.lock:
             cache.titles[row] = found
     return found
 
 
-def _page_rows(retriever: OursRetriever, col: int) -> np.ndarray:
-    """The rows (pages) of the page-term matrix holding column `col`, sorted."""
-    m = retriever.data.pages_terms
-    return m.indices[m.indptr[col]:m.indptr[col + 1]]
+def _page_rows(cache: _IndexCache, col: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pages holding column `col` (page rows, sorted) and its value on each of them."""
+    m = cache.matrix
+    lo, hi = int(m.indptr[col]), int(m.indptr[col + 1])
+    held = m.indices[lo:hi]
+    a, b = np.searchsorted(held, (cache.first, cache.stop))
+    return held[a:b] - cache.first, m.data[lo + a:lo + b]
 
 
 def query_evidence(retriever: OursRetriever, question: str, result: RetrievalResult,
@@ -141,10 +159,8 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
         in_title = 0.0
         weight = 0.0
         titled: set[int] = set()
-        m = data.pages_terms
         for a, lam in alts:
-            col = vocab[a]
-            rows = _page_rows(retriever, col)
+            rows, values = _page_rows(cache, vocab[a])
             best_pages = max(best_pages, len(rows))
             if len(rows) <= TITLE_PAGES:
                 titled.update(int(r) for r in rows if a in _title_terms(retriever, cache, int(r)))
@@ -152,7 +168,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
                 i = int(np.searchsorted(rows, top_row))
                 if i < len(rows) and rows[i] == top_row:
                     on_top = max(on_top, lam)
-                    weight = max(weight, lam * float(m.data[m.indptr[col] + i]))
+                    weight = max(weight, lam * float(values[i]))
             if a in title_terms:
                 in_title = max(in_title, lam)
         exact = any(lam >= 1.0 for _, lam in alts)
@@ -171,8 +187,10 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
                          int(cache.lengths[top_row]) if top_row is not None else 0, cache.mean_length)
 
 
+@functools.lru_cache(maxsize=ADVERBIAL_CACHE)
 def _adverbial(surface: str) -> bool:
-    """A word MeCab reads as one adverb-like noun (先月, 来週, 途中, 最近)."""
+    """A word MeCab reads as one adverb-like noun (先月, 来週, 途中, 最近); kept per word
+    (a question's unknown words recur: one parse each)."""
     tokens = tokenize(surface)
     return len(tokens) == 1 and tokens[0].kind == ADVERBIAL
 

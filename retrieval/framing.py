@@ -17,6 +17,7 @@ question in every guideline; a word that can be the subject of a question (痛�
 """
 from __future__ import annotations
 
+import operator
 from typing import Iterable
 
 from .tokens import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
@@ -84,11 +85,46 @@ def join_after(tokens: list[Token]) -> list[Token]:
     return out
 
 
+_FORM = operator.attrgetter("form")
+_KIND = operator.attrgetter("kind")
+
+
+def _changes(tokens: list[Token], words: frozenset[str]) -> bool:
+    """Whether drop_framing changes anything in `tokens`: each of its rules checked on the
+    tokens as they are (a first change always happens on them), with set operations first,
+    so that the lines of a page (most hold none of it) cost little."""
+    found = set(map(_FORM, tokens))
+    kinds = set(map(_KIND, tokens))
+    stops = SUFFIX in kinds and not STOP_NOUNS.isdisjoint(found)
+    if (PREFIX not in kinds and not stops and _AFTER not in found and words.isdisjoint(found)
+            and QUESTION_NUMBER.isdisjoint(found)):
+        return False
+    n = len(tokens)
+    for i, tok in enumerate(tokens):
+        form, kind = tok.form, tok.kind
+        if form == _AFTER and kind == ADVERBIAL:  # join_after
+            return True
+        if kind in _WORD_KINDS and form in words:
+            return True
+        if i and tokens[i - 1].form in QUESTION_NUMBER and form in COUNTERS and kind in (NOUN, SUFFIX):
+            return True
+        if kind == PREFIX and (i + 1 == n or tokens[i + 1].kind not in _NOUNISH):
+            return True
+        if kind == SUFFIX and form in STOP_NOUNS and (i == 0 or tokens[i - 1].kind not in _NOUNISH):
+            return True
+    return False
+
+
 def drop_framing(tokens: Iterable[Token], words: frozenset[str] = FRAMING_WORDS) -> list[Token]:
     """The tokens with framing words turned into non-terms (kind OTHER), so they neither
     count as terms nor glue compounds. Two kinds of stray affix go too, since a lone affix
     would become a term of its own: a prefix left with no word after it (お of お願いします
-    once 願い is gone), and an empty-noun suffix after a verb (方 of やり方, 飲み方)."""
+    once 願い is gone), and an empty-noun suffix after a verb (方 of やり方, 飲み方).
+    Tokens none of that applies to (most lines of a page) are returned as they are, the
+    same list."""
+    tokens = tokens if isinstance(tokens, list) else list(tokens)
+    if not _changes(tokens, words):
+        return tokens
     out = [
         tok._replace(kind=OTHER) if tok.kind in _WORD_KINDS and tok.form in words else tok
         for tok in join_after(list(tokens))

@@ -5,21 +5,27 @@ atomically (retrieval.persist). Layout under the guideline's `GuidelineScope.ind
 
     CURRENT                 one line: the name of the live version directory
     v-<time>-<pid>-<rand>/  manifest.json  (corpus version, fingerprint, pages, file hashes)
-                            vocab.json     (term and bigram vocabularies, column order)
-                            arrays.npz     (idf vectors, passage map; numpy, no pickle)
-                            passages_terms.npz, passages_bigrams.npz,
-                            spans_terms.npz, spans_bigrams.npz,
-                            pages_terms.npz, pages_bigrams.npz  (scipy.sparse.save_npz)
+                            vocab.json     (term and bigram vocabularies, column order; the
+                                            line terms outside them)
+                            arrays.npz     (idf vectors, passage map, row counts; numpy, no pickle)
+                            terms.npz, bigrams.npz  (scipy.sparse.save_npz, CSC: ROW LAYOUT)
+                            lines.npz, lines.txt    (every line's analysis: retrieval.lines)
 
-Matrix values are BM25's saturated term frequency divided by (k1 + 1), so in [0, 1]
-(retrieval.bm25).
+ROW LAYOUT of a channel's matrix (terms: MeCab terms; bigrams: character bigrams): the
+passages first (n_passages rows), then the pages (n_pages: title and every line), then
+the line spans (n_spans), so that a query's columns are one slice and one product for all
+three (retrieval.scoring). Passage and page values are BM25's saturated term frequency
+divided by (k1 + 1), so in [0, 1] (retrieval.bm25).
 
 Besides the passage windows the index holds one short span per body line: the page title,
 the line's heading and the line. A passage's span range
 (passage_span_first .. passage_span_end, exclusive) lists the spans of its lines, so the
 pipeline can ask whether the question's terms meet within a couple of lines of the window
-or only scattered over unrelated lines of it. Span matrices hold presence (1), not BM25
+or only scattered over unrelated lines of it. Span rows hold presence (1), not BM25
 weights: a span is compared with its window by which terms it has, whatever its length.
+
+The line analyses (retrieval.lines.LineData) are what the answer stage reads of each line
+of a reference: they are made by the same MeCab pass as the matrices.
 """
 from __future__ import annotations
 
@@ -35,10 +41,13 @@ from guiderag.store import structure
 
 from . import bm25, passages
 from .analyzer import Analyzer
+from .lines import LineData, rules_fingerprint
 from .synonyms import load_synonyms, synonyms_path
 
-INDEX_FORMAT = "guiderag-index/6"  # 3: line spans; 4: the title line is no body line; 5: list items are no headings; 6: nor table rows
-MATRICES = ("passages_terms", "passages_bigrams", "spans_terms", "spans_bigrams", "pages_terms", "pages_bigrams")
+# 3: line spans; 4: the title line is no body line; 5: list items are no headings; 6: nor
+# table rows; 7: one matrix per channel (ROW LAYOUT) and every line's analysis stored
+INDEX_FORMAT = "guiderag-index/7"
+MATRICES = ("terms", "bigrams")
 
 
 @dataclass(frozen=True)
@@ -78,14 +87,12 @@ class IndexData:
     passage_heading: np.ndarray  # heading line (0: none)
     passage_first: np.ndarray
     passage_last: np.ndarray
-    passages_terms: sp.csc_matrix
-    passages_bigrams: sp.csc_matrix
     passage_span_first: np.ndarray  # the passage's spans: rows first .. end (exclusive)
     passage_span_end: np.ndarray
-    spans_terms: sp.csc_matrix
-    spans_bigrams: sp.csc_matrix
-    pages_terms: sp.csc_matrix
-    pages_bigrams: sp.csc_matrix
+    terms: sp.csc_matrix  # ROW LAYOUT, columns: term_vocab
+    bigrams: sp.csc_matrix  # ROW LAYOUT, columns: bigram_vocab
+    n_spans: int
+    lines: LineData
     path: Path | None = None
     chars: int = 0
 
@@ -97,6 +104,17 @@ class IndexData:
     def n_passages(self) -> int:
         return len(self.passage_page)
 
+    def rows(self, level: str) -> slice:
+        """The rows of one level of the ROW LAYOUT: "passages", "pages" or "spans"."""
+        nq, np_ = self.n_passages, self.n_pages
+        return {"passages": slice(0, nq), "pages": slice(nq, nq + np_),
+                "spans": slice(nq + np_, nq + np_ + self.n_spans)}[level]
+
+    def level(self, channel: str, level: str) -> sp.csr_matrix:
+        """One level's rows of one channel's matrix ("terms" or "bigrams"), as CSR: for
+        reading and tests (scoring slices the whole matrix)."""
+        return {"terms": self.terms, "bigrams": self.bigrams}[channel].tocsr()[self.rows(level)]
+
 
 def make_analyzer(settings: Settings) -> Analyzer:
     """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv);
@@ -105,8 +123,8 @@ def make_analyzer(settings: Settings) -> Analyzer:
 
 
 def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:
-    """Everything that changes the stored matrices; an index with another one is rebuilt."""
+    """Everything that changes what is stored; an index with another one is rebuilt."""
     return (
         f"{INDEX_FORMAT};{analyzer.fingerprint()};passage_chars={passages.PASSAGE_CHARS};"
-        f"heading_max_chars={structure.HEADING_MAX_CHARS};k1={bm25.K1};b={bm25.B}"
+        f"heading_max_chars={structure.HEADING_MAX_CHARS};k1={bm25.K1};b={bm25.B};{rules_fingerprint()}"
     )

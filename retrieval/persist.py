@@ -27,6 +27,7 @@ from guiderag.store import PageVersion
 from guiderag.store.lock import file_lock
 
 from .index import INDEX_FORMAT, MATRICES, IndexData
+from .lines import LineData
 
 
 def _sha256(path: Path) -> str:
@@ -98,9 +99,8 @@ def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
     try:
         tmp.mkdir()
         files: dict[str, str] = {}
-        for key in MATRICES:
-            path = tmp / f"{key}.npz"
-            sp.save_npz(path, getattr(data, key).tocsc(), compressed=False)
+        for key, matrix in (("terms", data.terms), ("bigrams", data.bigrams)):
+            sp.save_npz(tmp / f"{key}.npz", matrix.tocsc(), compressed=False)
         np.savez(
             tmp / "arrays.npz",
             term_idf=data.term_idf,
@@ -111,10 +111,15 @@ def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
             passage_last=data.passage_last,
             passage_span_first=data.passage_span_first,
             passage_span_end=data.passage_span_end,
+            n_spans=np.asarray([data.n_spans], dtype=np.int64),
         )
+        lines = data.lines
+        np.savez(tmp / "lines.npz", **{k: getattr(lines, k) for k in LineData.ARRAYS})
+        (tmp / "lines.txt").write_text(lines.flat, encoding="utf-8")
         vocab = {
             "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
             "bigrams": sorted(data.bigram_vocab, key=data.bigram_vocab.__getitem__),
+            "line_terms": list(lines.extra_terms),
         }
         (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
         for path in sorted(tmp.iterdir()):
@@ -127,6 +132,7 @@ def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
             "pages": [list(k) for k in data.page_keys],
             "passages": data.n_passages,
             "chars": data.chars,
+            "lines": {"texts": lines.n_texts, "heading_max_chars": lines.heading_max_chars},
             "files": files,
         }
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
@@ -214,7 +220,7 @@ def load_data(index_dir: Path, *, verify: bool = True) -> IndexData:
         if manifest.get("format") != INDEX_FORMAT:
             raise _corrupt(index_dir, f"has format {manifest.get('format')!r}, expected {INDEX_FORMAT}")
         files = manifest["files"]
-        for fname in [f"{m}.npz" for m in MATRICES] + ["arrays.npz", "vocab.json"]:
+        for fname in [f"{m}.npz" for m in MATRICES] + ["arrays.npz", "vocab.json", "lines.npz", "lines.txt"]:
             path = folder / fname
             if fname not in files:
                 raise _corrupt(index_dir, f"lists no checksum for {fname}")
@@ -225,59 +231,62 @@ def load_data(index_dir: Path, *, verify: bool = True) -> IndexData:
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
             arr = {k: arrays[k] for k in arrays.files}
+        with np.load(folder / "lines.npz", allow_pickle=False) as stored:
+            line_arrays = {k: stored[k] for k in LineData.ARRAYS}
+        lines = LineData(**line_arrays, extra_terms=list(vocab["line_terms"]),
+                         flat=(folder / "lines.txt").read_text(encoding="utf-8"),
+                         heading_max_chars=int(manifest["lines"]["heading_max_chars"]))
         mats = {m: sp.load_npz(folder / f"{m}.npz").tocsc() for m in MATRICES}
+        data = IndexData(
+            corpus_version=manifest["corpus_version"],
+            fingerprint=manifest["fingerprint"],
+            page_keys=[(u, int(v), h) for u, v, h in manifest["pages"]],
+            term_vocab={t: i for i, t in enumerate(vocab["terms"])},
+            bigram_vocab={t: i for i, t in enumerate(vocab["bigrams"])},
+            term_idf=arr["term_idf"],
+            bigram_idf=arr["bigram_idf"],
+            passage_page=arr["passage_page"],
+            passage_heading=arr["passage_heading"],
+            passage_first=arr["passage_first"],
+            passage_last=arr["passage_last"],
+            passage_span_first=arr["passage_span_first"],
+            passage_span_end=arr["passage_span_end"],
+            terms=mats["terms"],
+            bigrams=mats["bigrams"],
+            n_spans=int(arr["n_spans"][0]),
+            lines=lines,
+            path=folder,
+            chars=int(manifest.get("chars", 0)),
+        )
     except IndexCorruptError:
         raise
     except FileNotFoundError as exc:
         raise _corrupt(index_dir, f"is incomplete ({exc.filename} missing)") from exc
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _corrupt(index_dir, f"cannot be read ({type(exc).__name__}: {exc})") from exc
-    data = IndexData(
-        corpus_version=manifest["corpus_version"],
-        fingerprint=manifest["fingerprint"],
-        page_keys=[(u, int(v), h) for u, v, h in manifest["pages"]],
-        term_vocab={t: i for i, t in enumerate(vocab["terms"])},
-        bigram_vocab={t: i for i, t in enumerate(vocab["bigrams"])},
-        term_idf=arr["term_idf"],
-        bigram_idf=arr["bigram_idf"],
-        passage_page=arr["passage_page"],
-        passage_heading=arr["passage_heading"],
-        passage_first=arr["passage_first"],
-        passage_last=arr["passage_last"],
-        passage_span_first=arr["passage_span_first"],
-        passage_span_end=arr["passage_span_end"],
-        path=folder,
-        chars=int(manifest.get("chars", 0)),
-        **mats,
-    )
     _check_shapes(data, index_dir)
     return data
 
 
 def _check_shapes(data: IndexData, index_dir: Path) -> None:
-    np_, nq = data.n_pages, data.n_passages
+    np_, nq, ns = data.n_pages, data.n_passages, data.n_spans
     nt, nb = len(data.term_vocab), len(data.bigram_vocab)
-    expected = {
-        "passages_terms": (nq, nt),
-        "passages_bigrams": (nq, nb),
-        "spans_terms": (data.spans_terms.shape[0], nt),
-        "spans_bigrams": (data.spans_terms.shape[0], nb),
-        "pages_terms": (np_, nt),
-        "pages_bigrams": (np_, nb),
-    }
-    for key, shape in expected.items():
-        if getattr(data, key).shape != shape:
-            raise _corrupt(index_dir, f"has {key} of shape {getattr(data, key).shape}, expected {shape}")
+    rows = nq + np_ + ns
+    for key, matrix, cols in (("terms", data.terms, nt), ("bigrams", data.bigrams, nb)):
+        if matrix.shape != (rows, cols):
+            raise _corrupt(index_dir, f"has a {key} matrix of shape {matrix.shape}, expected {(rows, cols)}")
     if data.term_idf.shape != (nt,) or data.bigram_idf.shape != (nb,):
         raise _corrupt(index_dir, "has idf vectors that do not match its vocabulary")
     if not all(len(a) == nq for a in (data.passage_heading, data.passage_first, data.passage_last)):
         raise _corrupt(index_dir, "has a passage map of inconsistent length")
     if nq and (data.passage_page.min() < 0 or data.passage_page.max() >= np_):
         raise _corrupt(index_dir, "has a passage map pointing outside its pages")
-    ns = data.spans_terms.shape[0]
     first, end = data.passage_span_first, data.passage_span_end
     if len(first) != nq or len(end) != nq or (nq and (first.min() < 0 or end.max() > ns or (end < first).any())):
         raise _corrupt(index_dir, "has a passage-to-span map that does not match its spans")
+    problem = data.lines.problem(np_, nt)
+    if problem is not None:
+        raise _corrupt(index_dir, f"has {problem}")
 
 
 def check_matches(data: IndexData, pages: Sequence[PageVersion], corpus_version: str,

@@ -21,6 +21,7 @@ settings.reference_chars characters.
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -33,15 +34,18 @@ from .bm25 import unseen_idf
 from .expansion import load_patient_table, load_synonym_dict
 from .index import IndexData
 from .keywords import KEYWORD_COUNT, clean_keywords, highest_idf_nouns
+from .lines import ComputedLines, StoredLines
 from .passages import is_question_title
-from .query import PARTS_JOIN, Query, QueryBuilder, Slot
+from .query import PARTS_JOIN, Parsed, Query, QueryBuilder, Slot, parse_query
 from .result import Candidate, Passage, RetrievalResult
 from . import scoring, topic
 from .retriever import Retriever, Slots
-from .scoring import PassageScorer
+from .scoring import Hits, PassageScorer
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
+# Question texts (and keywords) whose parse a retriever keeps (OursRetriever.parse).
+PARSED_KEPT = 512
 
 
 class OursRetriever(Retriever):
@@ -57,9 +61,15 @@ class OursRetriever(Retriever):
         self._unseen = unseen_idf(data.n_pages)
         self._unseen_query = self._unseen * scoring.UNKNOWN_TERM_WEIGHT
         self._builder: QueryBuilder | None = None
+        self._parsed = functools.lru_cache(maxsize=PARSED_KEPT)(functools.partial(parse_query, analyzer))
+        self._queries = functools.lru_cache(maxsize=PARSED_KEPT)(self._query)
         # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
         self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
         self.scorer = PassageScorer(settings, data, self._unseen_query, self._qa_pages)
+        # every line's analysis, made with the index (retrieval.lines)
+        self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
+        self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
+        self._threshold_of: np.ndarray | float | None = None  # each passage's (see _thresholds)
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -71,10 +81,16 @@ class OursRetriever(Retriever):
         the chatbot's evidence gate and line choice then weigh topic words only."""
         return self.analyzer.query_terms(text)
 
+    def parse(self, text: str) -> Parsed:
+        """A question text's query tokens and analysis (retrieval.query.parse_query), kept
+        for the last PARSED_KEPT texts: one ask parses its question once, for its offline
+        keywords, its query and anything asked of them later."""
+        return self._parsed(text)
+
     def offline_keywords(self, question: str, k: int | None = None) -> list[str]:
         k = KEYWORD_COUNT if k is None else k
         return highest_idf_nouns(
-            self.analyzer.query_analysis(question).terms, self.idf, k, known=self.data.term_vocab.__contains__
+            self.parse(question)[1].terms, self.idf, k, known=self.data.term_vocab.__contains__
         )
 
     @property
@@ -84,6 +100,7 @@ class OursRetriever(Retriever):
             self._builder = QueryBuilder(
                 self.settings, self.analyzer, self.data.term_vocab, self.idf,
                 load_patient_table(self.settings, self.analyzer), load_synonym_dict(self.settings),
+                parse=self.parse,
             )
         return self._builder
 
@@ -91,12 +108,17 @@ class OursRetriever(Retriever):
               ) -> tuple[Query, Query | None]:
         """The question's query (completed by the `context` terms' known slots: a follow-up
         as read), and the query with the keywords' known terms added (None when the
-        keywords add no slot): keywords may only add evidence (see `scores`)."""
+        keywords add no slot): keywords may only add evidence (see `scores`). Kept for the
+        last PARSED_KEPT (question, keywords, context): one ask's search, evidence gate,
+        coverage decision and answer read the same queries (never changed once built)."""
+        return self._queries(question, tuple(keywords), tuple(context))
+
+    def _query(self, question: str, given: tuple[str, ...], around: tuple[str, ...]) -> tuple[Query, Query | None]:
         base = self.builder.build([question])
-        context = clean_keywords(context)
+        context = clean_keywords(around)
         if context:
             base = self.builder.build(context, known_only=True, base=base)
-        keywords = clean_keywords(keywords)
+        keywords = clean_keywords(given)
         if not keywords:
             return base, None
         extended = self.builder.build(keywords, known_only=True, base=base)
@@ -106,7 +128,8 @@ class OursRetriever(Retriever):
 
     def topic_terms(self, text: str, k: int) -> list[topic.TopicTerm]:
         """What `text` is about, as this guideline's words (retrieval.topic)."""
-        return topic.topic_terms(self.builder.build([text]), self.analyzer.query_tokens(text), self.slot_mass, k)
+        # the question's query tokens from its kept parse (`parse`): no second MeCab pass
+        return topic.topic_terms(self.builder.build([text]), list(self.parse(text)[0]), self.slot_mass, k)
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.scoring.PassageScorer.slot_mass)."""
@@ -123,7 +146,9 @@ class OursRetriever(Retriever):
     def query_slots(self, question: str, keywords: Sequence[str] = (), context: Sequence[str] = ()) -> list[Slots]:
         """The evidence gate's view of the query: (mass, alternatives) per slot, for the
         question alone (completed by `context`) and (when they add anything) with the keywords."""
-        base, extended = self.query(question, keywords, context)
+        return self._slots(*self.query(question, keywords, context))
+
+    def _slots(self, base: Query, extended: Query | None) -> list[Slots]:
         return [[(self.slot_mass(s), dict(s.alternatives)) for s in q.slots] for q in (base, extended) if q is not None]
 
     # -- scoring --------------------------------------------------------------------
@@ -141,7 +166,8 @@ class OursRetriever(Retriever):
         return passage, page, terms, unknown
 
     def query_scores(self, query: Query) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """(passage scores, page scores, unknown terms) of one Query (retrieval.scoring)."""
+        """(passage scores, page scores, unknown terms) of one Query (retrieval.scoring),
+        every passage's and page's."""
         return self.scorer.query_scores(query)
 
     def search(self, question: str, keywords: Sequence[str] | None = None, *,
@@ -152,10 +178,11 @@ class OursRetriever(Retriever):
         if not question.strip() and not keywords:
             return self.empty_result(question, keywords, "empty question: nothing to search for")
         base, extended = self.query(question, keywords, context)
-        scores, _, unknown = self.query_scores(base)
+        hits = self._hits(base)
+        unknown = hits.unknown
         query_terms = base.terms
         if extended is not None:  # keywords may only add evidence (see `scores`)
-            scores = np.maximum(scores, self.query_scores(extended)[0])
+            hits = hits.better(self._hits(extended), self.data.n_passages)
             query_terms = extended.terms
         if not query_terms:
             return self.empty_result(
@@ -164,14 +191,17 @@ class OursRetriever(Retriever):
                 "verbs or alphanumeric terms): not covered",
             )
         threshold = self.settings.threshold
-        top = float(scores.max()) if len(scores) else 0.0
-        above = np.nonzero(scores >= self._thresholds())[0] if len(scores) else np.empty(0, int)
+        scores = hits.dense(self.data.n_passages)
+        top = hits.top
+        thresholds = self._thresholds()
+        above = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
         cleared = bool(len(above))
         floor = self.settings.reference_floor
-        if not cleared and floor > 0 and len(scores):
+        if not cleared and floor > 0:
             # nothing cleared the threshold: the passages over the floor are the reference the
-            # coverage decision weighs (chatbot.coverage_decision), which refuses most of them
-            above = np.nonzero(scores >= floor)[0]
+            # coverage decision weighs (chatbot.coverage_decision), which refuses most of them;
+            # Hits lists every one of them then (PassageScorer.query_hits's floor)
+            above = hits.rows[hits.scores >= floor]
         candidates, total = self._candidates(above, scores)
         if len(above) > MAX_PASSAGES_CONSIDERED:
             # only the best few can fill the reference: no need to sort them all
@@ -205,6 +235,7 @@ class OursRetriever(Retriever):
             unknown_terms=unknown,
             candidates_total=total,
             expansions=[e.to_json() for e in fired],
+            slots=self._slots(base, extended),
             cleared=cleared,
             context=list(context),
         )
@@ -217,10 +248,23 @@ class OursRetriever(Retriever):
     def _thresholds(self) -> np.ndarray | float:
         """The threshold of every passage: settings.threshold, lower on Q&A pages (a page
         whose title asks one question answers it as a whole; the module docstring)."""
-        if not self._qa_pages.any() or self.qa_threshold == self.settings.threshold:
-            return self.settings.threshold
-        return np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
-                        np.float32(self.settings.threshold))
+        if self._threshold_of is None:
+            if not self._qa_pages.any() or self.qa_threshold == self.settings.threshold:
+                self._threshold_of = self.settings.threshold
+            else:
+                self._threshold_of = np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
+                                              np.float32(self.settings.threshold))
+        return self._threshold_of
+
+    def _hits(self, query: Query) -> Hits:
+        """The query's scores where the search reads them (retrieval.scoring.Hits): every
+        passage reaching its threshold, and the top one."""
+        thresholds = self._thresholds()
+        if min(float(self.settings.threshold), self.qa_threshold) > 0:
+            return self.scorer.query_hits(query, thresholds, float(self.settings.reference_floor))
+        scores, _, unknown = self.scorer.query_scores(query)  # a threshold of 0 takes every passage
+        rows = np.arange(len(scores), dtype=np.int64)
+        return Hits(rows, scores, unknown)
 
     def _ignored_keywords(self, keywords: Sequence[str], extended: Query | None) -> list[str]:
         """The keywords none of whose terms the corpus has (a model's junk: INST, <<SYS>>)."""
@@ -229,7 +273,7 @@ class OursRetriever(Retriever):
         known = {s.term for s in extended.slots} if extended is not None else set()
         out = []
         for k in keywords:
-            terms = self.analyzer.query_terms(k)
+            terms = [t.text for t in self.parse(k)[1].terms]
             if not any(t in known or t in self.data.term_vocab for t in terms):
                 out.append(k)
         return out
@@ -287,3 +331,4 @@ class OursRetriever(Retriever):
             else:
                 misses += 1
         return out
+

@@ -34,7 +34,7 @@ bigrams at the term's specificity.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+import functools
 from typing import Callable, Sequence
 
 from guiderag.settings import Settings
@@ -43,26 +43,14 @@ from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, 
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .framing import ANSWER_FRAMES
 from .specificity import COMMON_ZIPF, RARE_ZIPF, weight_of_zipf, zipf
-from .tokens import PREFIX, SUFFIX, Term
+from .tokens import PREFIX, SUFFIX, Term, Token
 
-# How an expansion to a compound's words names its target (胃+切除: Slot.parts).
-PARTS_JOIN = "+"
+from .slots import (LIGHT_PREFIXES, LIGHT_SUFFIXES, PARTS_JOIN, SUDACHI_SPAN, UNKNOWN_COMPOUND_WEIGHT,
+                    UNKNOWN_VERB_WEIGHT, VERB_WEIGHT, WORD_MAPS_MAX, Parsed, Query, Slot, lookup_forms, parse_query)
 
-# Sudachi is looked up for runs of at most this many tokens (お+産, 目+やに).
-SUDACHI_SPAN = 3
-
-# Query weights, relative to a noun's 1. Constants, not settings: like the scoring formula's
-# (retrieval.pipeline_ours) they shape the scores the threshold is calibrated on; measured on
-# JSQuAD and the patient-worded sample set (issue 11), never set outside tests.
-# A verb/adjective lemma: a patient's verb is rarely the topic.
-VERB_WEIGHT = 0.5
-# A compound the corpus never uses whose words it does (手術のあと息切れ -> 後息切れ is an
-# accident of joining; its words 後 and 息切れ carry the meaning), and an affixed word found
-# nowhere whose noun is found (年齢的, 治療中 -> 年齢, 治療): relative to the unseen idf.
-UNKNOWN_COMPOUND_WEIGHT = 0.5
-# The same for a verb/adjective lemma found nowhere (払える, 痛い, おかしい), after VERB_WEIGHT:
-# a noun the guideline never uses often is the topic, a verb rarely.
-UNKNOWN_VERB_WEIGHT = 0.5
+__all__ = ["LIGHT_PREFIXES", "LIGHT_SUFFIXES", "PARTS_JOIN", "SUDACHI_SPAN", "UNKNOWN_COMPOUND_WEIGHT",
+           "UNKNOWN_VERB_WEIGHT", "VERB_WEIGHT", "Parsed", "Query", "QueryBuilder", "Slot", "lookup_forms",
+           "parse_query"]
 
 # single nouns: what an affixed word's meaning rests on (年齢 of 年齢的)
 _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
@@ -70,92 +58,46 @@ _WORD_KINDS = frozenset({NOUN, PROPER, SYNONYM})
 _GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND})
 
 
-@dataclass
-class Slot:
-    """One question term: its query weight and the corpus terms that count as finding it."""
-
-    term: str
-    weight: float
-    alternatives: dict[str, float] = field(default_factory=dict)
-    surface: str = ""
-    kind: str = ""
-    specificity: float = 1.0  # applied to `weight` when the corpus never uses the term
-    # a compound the corpus never uses whose words it does: found, at parts_weight, where
-    # all its words are (胃切除 where 胃 and 切除 are), the least of their weights
-    parts: tuple[str, ...] = ()
-    parts_weight: float = 0.0
-    # the character bigrams where those words join (胃切除: 胃切): said next to each other
-    junctions: tuple[str, ...] = ()
-
-
-@dataclass
-class Query:
-    """The slots of a question (and its keywords), the bigram weights, the expansions."""
-
-    slots: list[Slot]
-    bigrams: dict[str, float]
-    expansions: list[Expansion]
-
-    @property
-    def terms(self) -> list[str]:
-        return [s.term for s in self.slots]
-
-    def slot(self, term: str) -> Slot | None:
-        for s in self.slots:
-            if s.term == term:
-                return s
-        return None
-
-
-_HONORIFIC = ("お", "ご", "御")
-# Affixes that say when, how or whose, never what a word is about (切除後, 治療中, 年齢的,
-# 3日目, お餅), as the analyzer's forms (御 for お and ご; 後 also for 手術のあと, see
-# retrieval.framing.join_after). Not 抗, 再, 非 (抗がん剤), nor the suffixes that make
-# another word of it: 剤, 病, 炎, 率, 症, 法, 線 (糖尿病 is no 糖尿).
-LIGHT_PREFIXES = frozenset({"御"})
-LIGHT_SUFFIXES = frozenset({"後", "中", "前", "時", "的", "目", "頃", "以降", "以後", "直後", "明け", "等", "達", "気味"})
-
-
-def lookup_forms(term: Term) -> list[str]:
-    """The spellings of a term to look up in the general frequency table, which was cut
-    into words by another dictionary: the lemma, the surface, the surface in the other
-    kana, and without the honorific prefix (お酒 is listed as お + 酒, so as 酒)."""
-    forms = [term.text, term.surface]
-    for form in (term.text, term.surface):
-        if form.startswith(_HONORIFIC) and len(form) > 1:
-            forms.append(form[1:])
-    forms += [_other_kana(f) for f in list(forms)]
-    return list(dict.fromkeys(f for f in forms if f))
-
-
-def _other_kana(text: str) -> str:
-    """Hiragana as katakana and katakana as hiragana (さらさら / サラサラ)."""
-    out = []
-    for ch in text:
-        c = ord(ch)
-        if 0x3041 <= c <= 0x3096:
-            out.append(chr(c + 0x60))
-        elif 0x30A1 <= c <= 0x30F6:
-            out.append(chr(c - 0x60))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
 class QueryBuilder:
     """Builds Query objects against one index vocabulary."""
 
     def __init__(self, settings: Settings, analyzer: Analyzer, vocab: dict[str, int],
                  idf: Callable[[str], float], patient: PatientTable | None,
-                 sudachi: SudachiSynonyms | None) -> None:
+                 sudachi: SudachiSynonyms | None, parse: Callable[[str], Parsed] | None = None) -> None:
+        """`parse`: a question text's (query tokens, analysis), by default the analyzer's
+        (the retriever passes its own, which keeps the last questions')."""
         self.settings = settings
         self.analyzer = analyzer
         self.vocab = vocab
         self.idf = idf
         self.patient = patient
         self.sudachi = sudachi
+        self.parse: Callable[[str], Parsed] = parse or functools.partial(parse_query, analyzer)
         self._sorted_terms: list[str] | None = None
+        # what MeCab makes of the words of questions (a word's tokens, its terms) and the
+        # corpus term a resource's word stands for: maps filled as questions come, so a
+        # word is analysed once per process
         self._targets: dict[str, str | None] = {}
+        self._word_tokens: dict[str, list[Token]] = {}
+        self._word_terms: dict[str, list[Term]] = {}
+
+    def _tokens(self, word: str) -> list[Token]:
+        """tokenize(word), remembered (read only)."""
+        found = self._word_tokens.get(word)
+        if found is None:
+            if len(self._word_tokens) > WORD_MAPS_MAX:
+                self._word_tokens.clear()
+            found = self._word_tokens[word] = tokenize(word)
+        return found
+
+    def _terms(self, word: str) -> list[Term]:
+        """The analyzer's terms of a word, remembered (read only)."""
+        found = self._word_terms.get(word)
+        if found is None:
+            if len(self._word_terms) > WORD_MAPS_MAX:
+                self._word_terms.clear()
+            found = self._word_terms[word] = self.analyzer.terms(word)
+        return found
 
     # -- vocabulary helpers ---------------------------------------------------------
     def completion(self, term: str) -> str | None:
@@ -180,7 +122,7 @@ class QueryBuilder:
         key = f"{int(complete)}{word}"
         if key in self._targets:
             return self._targets[key]
-        terms = self.analyzer.terms(word)
+        terms = self._terms(word)
         found: str | None = None
         if terms:
             head = terms[0].text
@@ -203,7 +145,7 @@ class QueryBuilder:
 
     def affixes(self, term: Term) -> set[str]:
         """The light affixes (as the analyzer's forms) at the ends of a compound or affixed word."""
-        tokens = tokenize(term.surface)
+        tokens = self._tokens(term.surface)
         out: set[str] = set()
         lo, hi = 0, len(tokens)
         while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
@@ -219,7 +161,7 @@ class QueryBuilder:
         正月, 下痢気味 -> 下痢), whether or not the corpus uses it; None without one."""
         if term.kind not in (COMPOUND, AFFIXED):
             return None
-        tokens = tokenize(term.surface)
+        tokens = self._tokens(term.surface)
         lo, hi = 0, len(tokens)
         while lo < hi and tokens[lo].kind == PREFIX and tokens[lo].form in LIGHT_PREFIXES:
             lo += 1
@@ -228,7 +170,7 @@ class QueryBuilder:
         if hi <= lo or (lo == 0 and hi == len(tokens)):
             return None
         surface = "".join(t.surface for t in tokens[lo:hi])
-        terms = self.analyzer.terms(surface)
+        terms = self._terms(surface)
         if not terms:
             return None
         return terms[0].text, surface
@@ -239,7 +181,7 @@ class QueryBuilder:
         character bigrams where they join (胃切)."""
         bare = self.bare(term)
         surface = bare[1] if bare is not None else term.surface
-        terms = self.analyzer.terms(surface)
+        terms = self._terms(surface)
         if not terms or terms[0].kind != COMPOUND:
             return (), ()
         words: list[str] = []
@@ -282,8 +224,7 @@ class QueryBuilder:
              expansions: list[Expansion], known_only: bool) -> None:
         s = self.settings
         vocab = self.vocab
-        tokens = self.analyzer.query_tokens(text)
-        analysis = self.analyzer.analysis_of_query_tokens(tokens)
+        tokens, analysis = self.parse(text)
         local: dict[str, Slot] = {}
         stems: dict[str, str] = {}  # surface of a word its stem stands in for -> the stem's surface
         stripped: set[str] = set()  # light affixes taken off such words (気味 of 下痢気味)
@@ -368,7 +309,7 @@ class QueryBuilder:
             if old.alternatives.get(a, 0.0) < lam:
                 old.alternatives[a] = lam
 
-    def _expand(self, tokens: list, terms: list[Term], slots: dict[str, Slot],
+    def _expand(self, tokens: Sequence[Token], terms: list[Term], slots: dict[str, Slot],
                 expansions: list[Expansion]) -> None:
         """Alternatives from the patient table (every term) and Sudachi (unknown terms)."""
         s = self.settings
@@ -406,7 +347,7 @@ class QueryBuilder:
         s = self.settings
         if s.compound_parts_weight <= 0:
             return
-        terms = self.analyzer.terms(target_word)
+        terms = self._terms(target_word)
         # reviewed words: said together on one line, not necessarily next to each other
         words = self.known_words(terms[0])[0] if terms else ()
         if not words:
@@ -420,7 +361,7 @@ class QueryBuilder:
                 x.parts, x.parts_weight, x.junctions = words, lam, ()
         _note(expansions, Expansion(source, PARTS_JOIN.join(words), lam, PATIENT, tuple(x.term for x in covered)))
 
-    def _sudachi(self, tokens: list, slots: dict[str, Slot], expansions: list[Expansion]) -> None:
+    def _sudachi(self, tokens: Sequence[Token], slots: dict[str, Slot], expansions: list[Expansion]) -> None:
         """Sudachi's synonyms for the words of the question the corpus never uses: every run
         of up to SUDACHI_SPAN tokens inside a word group (お産 of お産のあと -> 御産後) is
         looked up, by surface and by lemmas; a corpus word of its groups becomes an

@@ -6,9 +6,14 @@ page version, so every line shown later can be cited by (url, version, line numb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Mapping, Sequence
 
 from guiderag.store import PageVersion
 from guiderag.store.layout import pdf_citation
+
+# The evidence gate's view of one query (retrieval.query): (mass, {corpus term: lambda}) per
+# slot; a line finds a slot at the best lambda of the alternatives it holds.
+Slots = Sequence[tuple[float, Mapping[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,9 @@ class RetrievalResult:
     candidates_total: int | None = None
     # query expansions that reached a corpus term (retrieval.expansion): what fired
     expansions: list[dict] = field(default_factory=list)
+    # the query's slots as the search built them (Retriever.query_slots of the question and
+    # these keywords; None: not kept), so the answer stage does not build them again
+    slots: list[Slots] | None = field(default=None, repr=False, compare=False)
     # whether a passage cleared the threshold; False when `passages` are those over the
     # reference floor instead (settings.reference_floor); None: passages means cleared
     cleared: bool | None = None

@@ -2,25 +2,24 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from guiderag.settings import DEFAULT_GUIDELINE, Settings
 from guiderag.store import PageVersion
 
-from .result import RetrievalResult
+from .lines import ComputedLines, LineAnalyses
+from .result import RetrievalResult, Slots
 from .topic import TopicTerm
 
-# The evidence gate's view of one query (retrieval.query): (mass, {corpus term: lambda}) per
-# slot; a line finds a slot at the best lambda of the alternatives it holds.
-Slots = Sequence[tuple[float, Mapping[str, float]]]
 
 
 class Retriever(ABC):
     """search(question, keywords, context) -> RetrievalResult over one corpus version of one guideline.
 
     Everything the answer stage asks of retrieval is here (chatbot.gate, chatbot.modes):
-    `search`, `offline_keywords`, `idf`, `analyze`, `query_weights`, `query_slots`, and
-    `pages`, `corpus_version`, `guideline` (the id of the guideline it serves), `pipeline`.
+    `search`, `offline_keywords`, `idf`, `analyze`, `query_weights`, `query_slots`,
+    `line_analyses` (what it reads of each reference line, retrieval.lines), and `pages`,
+    `corpus_version`, `guideline` (the id of the guideline it serves), `pipeline`.
     """
 
     pipeline: str = ""
@@ -31,6 +30,7 @@ class Retriever(ABC):
         self.pages: list[PageVersion] = list(pages)
         self.corpus_version = corpus_version
         self.guideline = guideline
+        self._lines: LineAnalyses | None = None
 
     @abstractmethod
     def search(self, question: str, keywords: Sequence[str] | None = None, *,
@@ -64,6 +64,14 @@ class Retriever(ABC):
         without slots."""
         return []
 
+    @property
+    def line_analyses(self) -> LineAnalyses:
+        """The analyses of the pages' lines as the answer stage reads them: computed with
+        `analyze` when asked (cached), unless a pipeline stores them (retrieval.lines)."""
+        if self._lines is None:
+            self._lines = ComputedLines(self.analyze)
+        return self._lines
+
     def query_weights(self, question: str, keywords: Sequence[str] = ()) -> dict[str, float]:
         """Each query term's weight in the question's mass, as the evidence gate weighs it
         (chatbot.extract.line_coverage): by default its idf."""
@@ -85,3 +93,12 @@ class Retriever(ABC):
             notes=[note],
             **extra,
         )
+
+
+def result_slots(retriever: Retriever, question: str, result: RetrievalResult) -> list[Slots]:
+    """The query's slots for `result`: the ones its search built (RetrievalResult.slots),
+    else the retriever's for the question, the result's keywords and its context (a
+    follow-up as read)."""
+    if result.slots is not None and result.question == question:
+        return result.slots
+    return retriever.query_slots(question, result.keywords, *([result.context] if result.context else []))

@@ -61,11 +61,19 @@ JSQuAD. A passage of a Q&A page clears threshold ** settings.qa_threshold_expone
 (0.16 for 0.2; measured on the patient-worded sets), any other passage the threshold.
 
 retrieval.pipeline_ours searches with it (the reference, candidates and notes).
+
+How it is computed (the numbers are those of the formula to the last bit; the pins in
+tests/test_scorer_reference.py): each channel takes its query's columns from the CSC
+matrices in one slice per matrix and sums them with one sparse product; the slots with
+several alternatives take their best per row in one `np.maximum.at` over all of them.
+The proximity factor, the costly part (a best span per passage), is computed only for
+the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
+and for those that could be the top one: `Hits`. `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -97,6 +105,49 @@ SCORE_POWER = 2.0
 # score of questions about what the guideline never mentions.
 UNKNOWN_TERM_WEIGHT = 1.0
 
+# How many passages with the highest score bound get their exact score first when looking
+# for the top one (more are scored when one of the others could still beat them).
+TOP_FIRST = 16
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+
+
+@dataclass
+class Hits:
+    """A query's scores where they matter: `rows` (ascending) with `scores` holds every
+    passage whose score reaches its threshold, exactly, and the top one; a passage not
+    listed scores below its threshold and at most the top score. (Merged over two queries,
+    `better`, a listed score below its threshold may be the lower of the two.)"""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    unknown: list[str]
+
+    @property
+    def top(self) -> float:
+        """The best score of any passage (0 when none scores)."""
+        return float(self.scores.max()) if len(self.scores) else 0.0
+
+    def dense(self, n: int) -> np.ndarray:
+        """A score per passage of the index: the listed ones, 0 elsewhere."""
+        out = np.zeros(n, dtype=np.float32)
+        out[self.rows] = self.scores
+        return out
+
+    def better(self, other: "Hits", n: int) -> "Hits":
+        """Each passage's better score of two queries (keywords may only add evidence)."""
+        if not len(other.rows):
+            return self
+        if not len(self.rows):
+            return Hits(other.rows, other.scores, self.unknown)
+        dense = self.dense(n)
+        dense[other.rows] = np.maximum(dense[other.rows], other.scores)
+        listed = np.zeros(n, dtype=bool)
+        listed[self.rows] = True
+        listed[other.rows] = True
+        rows = np.flatnonzero(listed)
+        return Hits(rows, dense[rows], self.unknown)
+
 
 @dataclass
 class _Channel:
@@ -120,8 +171,39 @@ class _Spec:
     cols: list[tuple[int, float]]
     parts: list[int] = field(default_factory=list)
     parts_weight: float = 0.0
-    # per passage, page and line span: whether one line span holds the parts said together
-    together: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    # per row of the ROW LAYOUT: whether one line span holds the parts said together
+    together: np.ndarray | None = None
+
+
+@dataclass
+class _Mix:
+    """Both channels mixed, before the proximity factor and the power: per passage c(x),
+    per page C(P); the presence shares of the windows and of the line spans are mixed
+    only where the proximity factor is wanted (`present`, `span`)."""
+
+    passage: np.ndarray
+    page: np.ndarray
+    windows: list[tuple[float, np.ndarray]]  # (channel share, its window presence shares)
+    spans: list[tuple[float, np.ndarray]]  # (channel share, its span presence shares)
+    unknown: list[str]
+    use_spans: bool
+
+    def present(self, rows: np.ndarray | None) -> np.ndarray:
+        """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
+        return _mixed(self.windows, rows, len(self.passage))
+
+    def span(self, rows: np.ndarray) -> np.ndarray:
+        """The presence shares of the line spans `rows`, both channels mixed."""
+        return _mixed(self.spans, rows, 0)
+
+
+def _mixed(parts: list[tuple[float, np.ndarray]], rows: np.ndarray | None, n: int) -> np.ndarray:
+    """sum of share * values[rows] over the channels, in their order (0 + the first + the
+    second: the float32 sums a dense mix of every row would give)."""
+    out = np.zeros(n if rows is None else len(rows), dtype=np.float32)
+    for share, values in parts:
+        out += share * (values if rows is None else values[rows])
+    return out
 
 
 class PassageScorer:
@@ -133,6 +215,7 @@ class PassageScorer:
         self.data = data
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
+        self._page_w: tuple[float, np.ndarray | float] | None = None
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.query): its term's idf, else its best alternative's,
@@ -165,30 +248,27 @@ class PassageScorer:
             specs.append(spec)
         return specs, unknown
 
-    def _together(self, cols: list[int], grams: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Whether a compound's words are said together (Slot.parts): per line span, that it
-        holds all the words and the bigrams where they join (胃切 of 胃切除); per passage and
-        per page, that one of its spans does (a passage without spans: its window holds the
-        words)."""
+    def _together(self, cols: list[int], grams: list[int]) -> np.ndarray:
+        """Whether a compound's words are said together (Slot.parts), per row of the ROW
+        LAYOUT: per line span, that it holds all the words and the bigrams where they join
+        (胃切 of 胃切除); per passage and per page, that one of its spans does (a passage
+        without spans: its window holds the words)."""
         d = self.data
-
-        spans = np.zeros(d.spans_terms.shape[0], dtype=bool)
-        if len(spans):
-            sub = sp.hstack([d.spans_terms[:, cols], *([d.spans_bigrams[:, grams]] if grams else [])]).tocsr()
+        span_rows = d.rows("spans")
+        spans = np.zeros(d.n_spans, dtype=bool)
+        if d.n_spans:
+            sub = sp.hstack([d.terms[:, cols], *([d.bigrams[:, grams]] if grams else [])]).tocsr()[span_rows]
             spans = np.asarray(sub.min(axis=1).todense()).ravel() > 0
         first, end = d.passage_span_first, d.passage_span_end
-        window = np.asarray(d.passages_terms[:, cols].min(axis=1).todense()).ravel() > 0
+        window = np.asarray(d.terms[:, cols].tocsr()[d.rows("passages")].min(axis=1).todense()).ravel() > 0
         passage = window.copy()  # no spans: the window
         ok = np.flatnonzero(end > first)
         if len(ok):
-            vals = np.append(spans.astype(np.float32), np.float32(0.0))
-            idx = np.empty(2 * len(ok), dtype=np.int64)
-            idx[0::2] = first[ok]
-            idx[1::2] = end[ok]
-            passage[ok] = np.maximum.reduceat(vals, idx)[0::2] > 0
+            as_float = spans.astype(np.float32)
+            passage[ok] = _range_max(as_float.take, first[ok], end[ok]) > 0
         page = np.zeros(d.n_pages, dtype=bool)
         np.logical_or.at(page, d.passage_page, passage)
-        return passage, page, spans
+        return np.concatenate([passage, page, spans])
 
     def _bigram_specs(self, query: Query) -> list[_Spec]:
         vocab, idf = self.data.bigram_vocab, self.data.bigram_idf
@@ -200,124 +280,220 @@ class PassageScorer:
         return specs
 
     @staticmethod
-    def _channel(specs: list[_Spec], unknown: list[str],
-                 passages: sp.csc_matrix, pages: sp.csc_matrix, spans: sp.csc_matrix | None = None) -> _Channel:
-        """One channel's shares of the question's mass, for every passage and page: each
-        slot adds mass * (its best alternative's lambda * w) over the total mass, where a
-        compound found through its words (Slot.parts) is one more alternative, of weight
-        parts_weight * the least w of its words."""
+    def _channel(specs: list[_Spec], unknown: list[str], matrix: sp.csc_matrix, data: IndexData,
+                 use_spans: bool) -> _Channel:
+        """One channel's shares of the question's mass on every row of its matrix (the ROW
+        LAYOUT: passages, pages, line spans): each slot adds mass * (its best alternative's
+        lambda * w) over the total mass, where a compound found through its words
+        (Slot.parts) is one more alternative, of weight parts_weight * the least w of its
+        words. The single-alternative slots are one sparse product; the others are added
+        after them, slot by slot (their best alternative per row taken for all at once).
+        Span rows hold presence: their shares are their presence shares."""
         mass = sum(x.mass for x in specs)
         if mass <= 0 or not any(x.cols or x.parts for x in specs):
             return _Channel(None, None, unknown)
         lin_cols: list[int] = []
         lin_w: list[float] = []
-        multi: list[tuple[float, list[int], np.ndarray, list[int], float,
-                          tuple[np.ndarray, np.ndarray, np.ndarray] | None]] = []
+        multi: list[_Spec] = []
         for x in specs:
-            m, cols = x.mass, x.cols
-            if len(cols) == 1 and not x.parts:
-                lin_cols.append(cols[0][0])
-                lin_w.append(m * cols[0][1] / mass)
-            elif cols or x.parts:
-                multi.append((m / mass, [c for c, _ in cols], np.asarray([lam for _, lam in cols], dtype=np.float32),
-                              x.parts, x.parts_weight, x.together))
-        vec = np.asarray(lin_w, dtype=np.float32)
-
-        def share(matrix: sp.csc_matrix, presence: bool = False, level: int = 0) -> np.ndarray:
-            """level: 0 passages, 1 pages, 2 line spans (which `together` array applies)."""
-            out = np.zeros(matrix.shape[0], dtype=np.float32)
-            if lin_cols:
-                out += _columns(matrix, lin_cols, presence) @ vec
-            for part, cols, lams, words, lam_words, together in multi:  # several alternatives: the best one
-                best = np.zeros(matrix.shape[0], dtype=np.float32)
-                if cols:
-                    sub = _columns(matrix, cols, presence)
-                    best = np.asarray((sub @ sp.diags(lams)).max(axis=1).todense(), dtype=np.float32).ravel()
-                if words:  # the compound's words together: the least of their weights
-                    sub = _columns(matrix, words, presence)
-                    least = np.asarray(sub.min(axis=1).todense(), dtype=np.float32).ravel()
-                    if together is not None:  # only where one line span says them together
-                        least = least * together[level]
-                    best = np.maximum(best, np.float32(lam_words) * least)
-                out += np.float32(part) * best
-            return out
-
-        if spans is None:
-            return _Channel(share(passages), share(pages, level=1), unknown)
+            if len(x.cols) == 1 and not x.parts:
+                lin_cols.append(x.cols[0][0])
+                lin_w.append(x.mass * x.cols[0][1] / mass)
+            elif x.cols or x.parts:
+                multi.append(x)
+        n = matrix.shape[0]
+        values = np.zeros(n, dtype=np.float32)
+        present = np.zeros(n, dtype=np.float32) if use_spans else None
+        if lin_cols:
+            vec = np.asarray(lin_w, dtype=np.float32)
+            sub = matrix[:, lin_cols]
+            values += sub @ vec
+            if present is not None:
+                present += _ones(sub) @ vec
+        if multi:
+            cols = [c for x in multi for c, _ in x.cols]
+            lams = np.asarray([lam for x in multi for _, lam in x.cols], dtype=np.float32)
+            slot = np.asarray([k for k, x in enumerate(multi) for _ in x.cols], dtype=np.int64)
+            best = _multi_best(matrix, cols, lams, slot, len(multi), False)
+            best_present = _multi_best(matrix, cols, lams, slot, len(multi), True) if present is not None else None
+            for k, x in enumerate(multi):
+                part = np.float32(x.mass / mass)
+                for target, table, ones in ((values, best, False), (present, best_present, True)):
+                    if target is None or table is None:
+                        continue
+                    column = table[:, k]
+                    if x.parts:  # the compound's words together: the least of their weights
+                        sub = matrix[:, x.parts]
+                        least = np.asarray((_ones(sub) if ones else sub).min(axis=1).todense(),
+                                           dtype=np.float32).ravel()
+                        if x.together is not None:  # only where one line span says them together
+                            least = least * x.together
+                        column = np.maximum(column, np.float32(x.parts_weight) * least)
+                    target += part * column
+        passages, pages, spans = data.rows("passages"), data.rows("pages"), data.rows("spans")
+        if present is None:
+            return _Channel(values[passages], values[pages], unknown)
         # presence shares of the window and of each span (see the module docstring)
-        return _Channel(share(passages), share(pages, level=1), unknown, share(passages, True),
-                        share(spans, level=2))
+        return _Channel(values[passages], values[pages], unknown, present[passages], values[spans])
 
-    def query_scores(self, query: Query) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """(passage scores, page scores, unknown terms) of one Query (the module docstring)."""
-        d, s = self.data, self.settings
+    def _page_weights(self) -> np.ndarray | float:
+        """w(P) of each passage's page: settings.qa_page_weight on a Q&A page, else PAGE_WEIGHT."""
+        pw = PAGE_WEIGHT
+        if self._page_w is None or self._page_w[0] != pw:
+            s, d = self.settings, self.data
+            if s.qa_page_weight != pw and self._qa_pages.any():
+                w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
+                                                 np.float32(pw))
+            else:
+                w = pw
+            self._page_w = (pw, w)
+        return self._page_w[1]
+
+    def _mix(self, query: Query) -> _Mix:
+        """Both channels of one Query, mixed (the module docstring)."""
+        d = self.data
         ws = SPAN_WEIGHT
         specs, unknown = self._term_specs(query)
-        terms = self._channel(specs, unknown, d.passages_terms, d.pages_terms, d.spans_terms if ws > 0 else None)
-        grams = self._channel(self._bigram_specs(query), [], d.passages_bigrams, d.pages_bigrams,
-                              d.spans_bigrams if ws > 0 else None)
+        use = ws > 0
+        terms = self._channel(specs, unknown, d.terms, d, use)
+        grams = self._channel(self._bigram_specs(query), [], d.bigrams, d, use)
         wb = BIGRAM_WEIGHT
         passage = np.zeros(d.n_passages, dtype=np.float32)
         page = np.zeros(d.n_pages, dtype=np.float32)
         use_spans = ws > 0 and len(passage) > 0
-        present = np.zeros(d.n_passages, dtype=np.float32)
-        span = np.zeros(d.spans_terms.shape[0], dtype=np.float32)
+        windows: list[tuple[float, np.ndarray]] = []
+        spans: list[tuple[float, np.ndarray]] = []
         for share, channel in ((1.0 - wb, terms), (wb, grams)):
             if channel.passages is None or channel.pages is None:
                 continue
             passage += share * channel.passages
             page += share * channel.pages
             if use_spans and channel.window_present is not None and channel.span_present is not None:
-                present += share * channel.window_present
-                span += share * channel.span_present
-        factor = self._span_factor(present, span, ws) if use_spans else None
-        if factor is not None:
-            passage = passage * factor
-        pw = PAGE_WEIGHT
-        if s.qa_page_weight != pw and self._qa_pages.any():
-            w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
-                                             np.float32(pw))
-        else:
-            w = pw
+                windows.append((share, channel.window_present))
+                spans.append((share, channel.span_present))
+        return _Mix(passage, page, windows, spans, unknown, use_spans)
+
+    def _scores(self, mix: _Mix, rows: np.ndarray | None, *, factor: bool = True) -> np.ndarray:
+        """The scores of the passages `rows` (None: every passage); without `factor`, as if
+        every proximity factor were 1: an upper bound of the score, rounding included
+        (f <= 1 and every operation after it is monotonic)."""
+        d = self.data
+        passage = mix.passage if rows is None else mix.passage[rows]
+        f = self._span_factor(mix, rows) if factor and mix.use_spans else None
+        if f is not None:
+            passage = passage * f
+        w = self._page_weights()
         if np.any(w):
             # the page's share, times the passage's proximity factor: the terms a Q&A page
             # holds count less when this passage's lines do not say them together
-            of_page = page[d.passage_page] * factor if factor is not None else page[d.passage_page]
-            combined = (1.0 - w) * passage + w * of_page
+            of_page = mix.page[d.passage_page if rows is None else d.passage_page[rows]]
+            if f is not None:
+                of_page = of_page * f
+            wr = w[rows] if isinstance(w, np.ndarray) and rows is not None else w
+            combined = (1.0 - wr) * passage + wr * of_page
         else:
             combined = passage
         if SCORE_POWER != 1.0:
             combined = np.power(combined, SCORE_POWER, dtype=np.float32)
-            page = np.power(page, SCORE_POWER, dtype=np.float32)
-        return combined, page, unknown
+        return combined
 
-    def _span_factor(self, present: np.ndarray, span: np.ndarray, ws: float) -> np.ndarray:
-        """Each passage's proximity factor 1 - ws + ws * r, r = min(1, best span's presence
-        share / the window's); 1 for a passage without spans (a page of headings only) or
-        without matches."""
+    def _span_factor(self, mix: _Mix, rows: np.ndarray | None) -> np.ndarray:
+        """The proximity factor 1 - ws + ws * r of the passages `rows` (None: all), r =
+        min(1, best span's presence share / the window's); 1 for a passage without spans
+        (a page of headings only) or without matches."""
         d = self.data
+        ws = SPAN_WEIGHT
         first, end = d.passage_span_first, d.passage_span_end
-        out = np.ones(d.n_passages, dtype=np.float32)
+        present = mix.present(rows)
+        if rows is not None:
+            first, end = first[rows], end[rows]
+        out = np.ones(len(first), dtype=np.float32)
         # only passages that matched something and have spans can change
         ok = np.flatnonzero((present > 0) & (end > first))
         if not len(ok):
             return out
-        # maximum.reduceat over [first, end) of those passages at once: the even entries of
-        # the interleaved index list are the wanted slices (a sentinel closes the last one)
-        vals = np.append(span, np.float32(0.0))
-        idx = np.empty(2 * len(ok), dtype=np.int64)
-        idx[0::2] = first[ok]
-        idx[1::2] = end[ok]
-        best = np.maximum.reduceat(vals, idx)[0::2]
+        best = _range_max(mix.span, first[ok], end[ok])
         ratio = np.minimum(1.0, best / present[ok])
         out[ok] = 1.0 - ws + ws * ratio
         return out
 
+    def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
+        """The scores of one Query where they matter (Hits): exactly for every passage whose
+        score without the proximity factor reaches its threshold (`thresholds`: one, or
+        one per passage; > 0), and for the passages that could score highest. When none
+        reaches its threshold and `floor` > 0, exactly for every passage whose bound reaches
+        the floor instead (the reference below the threshold, settings.reference_floor)."""
+        mix = self._mix(query)
+        bound = self._scores(mix, None, factor=False)
+        wanted = bound >= thresholds
+        rows = np.flatnonzero(wanted)
+        scores = self._scores(mix, rows)
+        if floor > 0 and not np.any(scores >= (thresholds[rows] if isinstance(thresholds, np.ndarray)
+                                                 else thresholds)):
+            wanted = bound >= floor
+            rows = np.flatnonzero(wanted)
+            scores = self._scores(mix, rows)
+        top = float(scores.max()) if len(scores) else 0.0
+        # the top one, when it is below its threshold: the passages with the best bounds,
+        # more of them each round, until no other bound beats the best score found
+        left = np.flatnonzero((bound > top) & ~wanted)
+        found_rows, found_scores = [rows], [scores]
+        size = TOP_FIRST
+        while len(left):
+            if len(left) > size:
+                order = np.argpartition(-bound[left], size - 1)
+                first, left = left[order[:size]], left[order[size:]]
+            else:
+                first, left = left, left[:0]
+            best = self._scores(mix, first)
+            found_rows.append(first)
+            found_scores.append(best)
+            top = max(top, float(best.max()))
+            left = left[bound[left] > top]
+            size *= 4
+        if len(found_rows) > 1:
+            rows, scores = np.concatenate(found_rows), np.concatenate(found_scores)
+            order = np.argsort(rows, kind="stable")
+            rows, scores = rows[order], scores[order]
+        return Hits(rows, scores, mix.unknown)
 
-def _columns(matrix: sp.csc_matrix, cols: Sequence[int], presence: bool) -> sp.csc_matrix:
-    """The matrix's columns `cols`; with `presence`, every stored count read as 1."""
+    def query_scores(self, query: Query) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(passage scores, page scores, unknown terms) of one Query (the module docstring),
+        for every passage and page of the index."""
+        mix = self._mix(query)
+        page = mix.page
+        if SCORE_POWER != 1.0:
+            page = np.power(page, SCORE_POWER, dtype=np.float32)
+        return self._scores(mix, None), page, mix.unknown
+
+
+def _ones(matrix: sp.csc_matrix) -> sp.csc_matrix:
+    """The matrix with every stored value read as 1 (presence)."""
+    out = matrix.copy()
+    out.data = np.ones_like(out.data)
+    return out
+
+
+def _multi_best(matrix: sp.csc_matrix, cols: Sequence[int], lams: np.ndarray, slot: np.ndarray, slots: int,
+                presence: bool) -> np.ndarray:
+    """(rows, slots): each slot's best lambda * w over its alternatives per row (w read as 1
+    with `presence`), 0 where the row holds none; the alternatives' columns `cols` with
+    their lambdas, and the slot each belongs to."""
+    out = np.zeros((matrix.shape[0], slots), dtype=np.float32)
+    if not len(cols):
+        return out
     sub = matrix[:, cols]
-    if presence:
-        sub = sub.copy()
-        sub.data = np.ones_like(sub.data)
-    return sub
+    counts = np.diff(sub.indptr)
+    lam = np.repeat(lams, counts)
+    vals = lam if presence else sub.data * lam
+    np.maximum.at(out.reshape(-1), sub.indices.astype(np.int64) * slots + np.repeat(slot, counts), vals)
+    return out
+
+
+def _range_max(values: Callable[[np.ndarray], np.ndarray], first: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """max(values(i) for i in range(first[k], end[k])) for each k (every range non-empty):
+    one reduceat over the ranges' values laid end to end, so the work is their total length."""
+    lens = end - first
+    starts = np.cumsum(lens) - lens
+    idx = np.repeat(first - starts, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+    return np.maximum.reduceat(values(idx), starts)

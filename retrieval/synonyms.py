@@ -54,10 +54,10 @@ class SynonymTable:
         if not starts:
             return tokens
         forms = tuple(map(_FORM, tokens))
+        if starts.keys().isdisjoint(forms):  # most texts hold no member at all
+            return tokens
         # most texts hold few members: only the positions where one may start are visited
         candidates = [i for i, form in enumerate(forms) if form in starts]
-        if not candidates:
-            return tokens
         out: list[Token] = []
         done = 0  # tokens before this index are in `out`
         for i in candidates:

@@ -87,8 +87,9 @@ class Store(ScrapeRuns, Guidelines):
         """A token that changes whenever a corpus may have: a scrape committed (its run
         finished ok) or a guideline was removed. A scrape still running changes nothing
         yet, so a reader that reloads on a new token never loads a half-scraped corpus."""
-        ok = self.conn.execute("SELECT MAX(id) FROM runs WHERE status = 'ok'").fetchone()[0]
-        removed = self.conn.execute("SELECT COUNT(*) FROM guidelines WHERE removed_at IS NOT NULL").fetchone()[0]
+        ok, removed = self.conn.execute(
+            "SELECT (SELECT MAX(id) FROM runs WHERE status = 'ok'), "
+            "(SELECT COUNT(*) FROM guidelines WHERE removed_at IS NOT NULL)").fetchone()
         return f"run {ok or 0}; removed {removed}"
 
     # -- meta -----------------------------------------------------------------------------

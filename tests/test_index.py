@@ -25,23 +25,41 @@ def _current(settings):
     return settings.guideline_scope("default").index_dir / (settings.guideline_scope("default").index_dir / "CURRENT").read_text(encoding="utf-8").strip()
 
 
-def test_build_writes_npz_and_json_only(settings):
+def test_build_writes_npz_json_and_text_only(settings):
     info = retrieval.build_index(settings)
     assert info.pages == 4 and info.passages >= 4 and info.terms > 0
     folder = _current(settings)
     assert folder == info.path
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted(
-        ["manifest.json", "vocab.json", "arrays.npz", "passages_terms.npz", "passages_bigrams.npz",
-         "spans_terms.npz", "spans_bigrams.npz", "pages_terms.npz", "pages_bigrams.npz"]
-    )
+    assert names == sorted(["manifest.json", "vocab.json", "arrays.npz", "terms.npz", "bigrams.npz",
+                            "lines.npz", "lines.txt"])
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["corpus_version"] == info.corpus_version
+    assert manifest["format"] == "guiderag-index/7"
     assert [p[0] for p in manifest["pages"]] == sorted(BASE + n for n in PAGES)
     # readable without pickle
     with np.load(folder / "arrays.npz", allow_pickle=False) as arrays:
         assert arrays["passage_page"].shape == (info.passages,)
-    assert sp.load_npz(folder / "passages_terms.npz").shape[0] == info.passages
+        spans = int(arrays["n_spans"][0])
+    # one matrix per channel: the passages' rows, the pages', the line spans'
+    assert sp.load_npz(folder / "terms.npz").shape[0] == info.passages + info.pages + spans
+    with np.load(folder / "lines.npz", allow_pickle=False) as lines:
+        # every page's title and lines: one text each
+        assert lines["gives"].shape == (sum(1 + len(PAGES[n]) for n in PAGES),)
+
+
+def test_an_index_of_the_previous_format_is_rebuilt_not_read(settings, capsys):
+    retrieval.build_index(settings)
+    folder = _current(settings)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["format"] = "guiderag-index/6"  # what a guiderag before the stored line analyses wrote
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(IndexCorruptError, match="has format 'guiderag-index/6', expected guiderag-index/7"):
+        load_data(settings.guideline_scope("default").index_dir)
+    retriever = retrieval.load_retriever(settings)
+    assert "rebuilding" in capsys.readouterr().err
+    assert _current(settings) != folder
+    assert retriever.search("胸腺腫の手術").governed
 
 
 def test_load_reuses_a_valid_index(settings, capsys):
@@ -80,7 +98,8 @@ def test_rescrape_rebuilds_automatically(settings, capsys):
 @pytest.mark.parametrize(
     "damage, message",
     [
-        (lambda f: (f / "passages_terms.npz").write_bytes(b"not a zip file"), "checksum"),
+        (lambda f: (f / "terms.npz").write_bytes(b"not a zip file"), "checksum"),
+        (lambda f: (f / "lines.txt").write_text("damaged", encoding="utf-8"), "checksum"),
         (lambda f: (f / "vocab.json").unlink(), "missing vocab.json"),
         (lambda f: (f / "manifest.json").write_text("{", encoding="utf-8"), "cannot be read"),
     ],
@@ -149,7 +168,10 @@ def test_save_and_load_round_trip(settings):
     again = load_data(settings.guideline_scope("default").index_dir)
     assert again.path == folder
     assert again.term_vocab == data.term_vocab
-    assert (again.passages_terms != data.passages_terms).nnz == 0
+    assert (again.terms != data.terms).nnz == 0 and (again.bigrams != data.bigrams).nnz == 0
+    for name in again.lines.ARRAYS:
+        assert np.array_equal(getattr(again.lines, name), getattr(data.lines, name))
+    assert again.lines.flat == data.lines.flat and again.lines.extra_terms == data.lines.extra_terms
     assert np.array_equal(again.term_idf, data.term_idf)
 
 
@@ -175,10 +197,17 @@ def _by_term(data):
         order = np.argsort(np.array(sorted(vocab, key=vocab.get), dtype=object))
         out[kind] = sorted(vocab)
         for level in ("passages", "spans", "pages"):
-            m = getattr(data, f"{level}_{kind}")[:, order].tocsr()
+            m = data.level(kind, level)[:, order].tocsr()
             m.sum_duplicates()
             out[f"{level}_{kind}"] = m
     return out
+
+
+def _line_terms(data):
+    """Each stored text's line terms, as strings (builds number their terms differently)."""
+    vocab = [*sorted(data.term_vocab, key=data.term_vocab.get), *data.lines.extra_terms]
+    ptr, ids = data.lines.term_ptr, data.lines.term_ids
+    return [sorted(vocab[j] for j in ids[ptr[i]:ptr[i + 1]]) for i in range(data.lines.n_texts)]
 
 
 def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
@@ -204,6 +233,11 @@ def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
                  "passage_span_first", "passage_span_end"):
         assert np.array_equal(getattr(serial, name), getattr(parallel, name)), name
     assert serial.chars == parallel.chars > 30 * 1500
+    # the line analyses made in the workers are the same as made in one process
+    assert _line_terms(serial) == _line_terms(parallel)
+    for name in ("text_first", "gives", "context", "flat_ptr"):
+        assert np.array_equal(getattr(serial.lines, name), getattr(parallel.lines, name)), name
+    assert serial.lines.flat == parallel.lines.flat
 
 
 def test_chunk_rows_count_like_numpy_unique_per_row():

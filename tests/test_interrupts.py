@@ -115,7 +115,7 @@ from guiderag.store.lock import file_lock
 tmp = Path(sys.argv[1])
 with file_lock(build_lock_path(tmp), wait=False):
     tmp.mkdir()
-    (tmp / "passages_terms.npz").write_bytes(b"0" * 4096)
+    (tmp / "terms.npz").write_bytes(b"0" * 4096)
     print("building", flush=True)
     time.sleep(120)
 """

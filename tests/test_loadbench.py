@@ -19,17 +19,23 @@ pytestmark = pytest.mark.slow
 def test_loadbench_counts_requests_errors_and_audit_rows(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "guiderag", "loadbench", "--clients", "2", "--requests", "12", "--replicas", "1,2",
-         "--seconds", "120", "--json", "--no-progress", "--workdir", str(tmp_path)],
+         "--workers", "1,2", "--seconds", "120", "--json", "--no-progress", "--workdir", str(tmp_path)],
         env=clean_env(XDG_DATA_HOME=str(tmp_path / "xdg")), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    rows = {row["replicas"]: row for row in report["rows"] if row["store"] == "sqlite"}
-    assert set(rows) == {1, 2}
+    rows = {(row["replicas"], row["workers"]): row for row in report["rows"] if row["store"] == "sqlite"}
+    assert set(rows) == {(1, 1), (1, 2), (2, 1), (2, 2)}
     for row in rows.values():
         assert row["errors"] == 0, row["error_samples"]
         assert row["requests"] == 12 and row["audit_rows"] == 12
         assert 0 < row["p50_ms"] <= row["p95_ms"] and row["rps"] > 0
     assert report["cli_seconds_per_question"] > 0
+    assert all(row["server_cpu_ms"] > 0 for row in rows.values())
+    # in-process: only the question is analysed per ask (its parse and its keywords'), never
+    # the reference lines (stored with the index): a handful of MeCab parses, not dozens
+    own = report["in_process"]
+    assert own["questions"] == 80 and own["cpu_ms_per_ask"] > 0
+    assert 1 <= own["tokenize_per_ask"] <= 6, own
     assert {s["replica"] for s in report["startup"]} == {"builds its own index at start-up", "shared, prebuilt index"}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections import Counter
 from types import SimpleNamespace
 
@@ -256,3 +257,212 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict, monk
     assert compared > 100  # the questions do match passages: the comparison is not all zeros
     assert multi > 0
     assert with_parts > 0
+
+
+# --- the search reads the scores where they matter (retrieval.scoring.Hits) ----------------
+
+@pytest.mark.parametrize("seed,overrides", [(11, {}), (12, {"qa_page_weight": 0.0, "page_weight": 0.3}),
+                                            (13, {"threshold": 0.05}), (14, {"span_weight": 0.0})])
+def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, overrides: dict, monkeypatch) -> None:
+    """The search computes the proximity factor only where a score can reach its threshold
+    or be the top one (its bound without the factor); what it reads of the scores (which
+    passages reach the threshold, their scores, the top score) is exactly what every
+    passage's scores give (query_scores, pinned above against the plain formula)."""
+    for name in [n for n in overrides if n in CONSTANTS]:
+        module, attr = CONSTANTS[name]
+        monkeypatch.setattr(module, attr, overrides.pop(name))
+    corpus = generate_corpus(40, 40, seed=seed)
+    settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
+    analyzer = make_analyzer(settings)
+    retriever = OursRetriever(settings, corpus.pages, build_data(corpus.pages, "v", settings, analyzer), analyzer,
+                              guideline="default")
+    thresholds = retriever._thresholds()
+    above_any = below_any = 0
+    # a corpus word among words the corpus never uses: a score below the threshold, over the floor
+    diluted = [q + extra for q in corpus.queries[:10] for extra in ("火山", "火山と噴火", "火山と噴火と深海")]
+    for question in [*corpus.queries, "存在しない語彙ばかりの質問です", *diluted]:
+        query = retriever.query(question)[0]
+        every, _, unknown = retriever.query_scores(query)
+        hits = retriever.scorer.query_hits(query, thresholds)
+        reaching = np.flatnonzero(every >= thresholds)
+        listed = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
+        assert np.array_equal(listed, reaching), question
+        assert np.array_equal(hits.dense(len(every))[reaching], every[reaching])
+        assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
+        assert hits.top == float(every.max()) and hits.unknown == unknown
+        above_any += len(reaching)
+        # below the threshold, the reference floor (settings.reference_floor): when no passage
+        # reaches its threshold, every passage over the floor is listed, exactly
+        floor = 0.01
+        low = retriever.scorer.query_hits(query, thresholds, floor)
+        if len(reaching):
+            assert np.array_equal(low.rows, hits.rows) and np.array_equal(low.scores, hits.scores)
+        else:
+            over = np.flatnonzero(every >= floor)
+            assert np.array_equal(low.rows[low.scores >= floor], over), question
+            assert np.array_equal(low.scores, every[low.rows]) and low.top == float(every.max())
+            below_any += len(over)
+    assert above_any > 0 and below_any > 0
+
+
+# --- the stored line analyses (retrieval.lines) -------------------------------------------
+
+LINE_KINDS = [
+    "胸腺腫の治療について教えてください。",  # framing words: no terms as a question's would be
+    "治療費が心配なときは、ソーシャルワーカーに相談できます。",
+    "手術のあと、3日以内に歩く練習を始めます。",  # 後 joined, a figure
+    "・吐き気止めの薬を使います",  # a list item
+    "次のような症状があるときは連絡してください：",
+    "項目 | 早期ダンピング症候群 | 後期ダンピング症候群",  # a table's header row and a row
+    "起こる時期 | 食後30分以内 | 食後2〜3時間",
+    "お薬の飲み方は何日おきですか",  # a question number, a stray prefix
+    "EGFR遺伝子変異とPD-L1の検査、80mgの投与。",
+    "費用の自己負担額には上限があります。",
+    "うちの父は抗がん剤治療中で、髪が抜けるのが不安です。",
+    "Q12 副作用",
+]
+
+
+def _pages_with_every_kind_of_line(seed: int) -> list[PageVersion]:
+    """Generated pages, each given some of LINE_KINDS (and a blank line), titles included."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, page in enumerate(generate_corpus(12, 1, seed=seed).pages):
+        lines = list(page.lines)
+        for k in rng.choice(len(LINE_KINDS), size=5, replace=False):
+            lines.insert(int(rng.integers(1, len(lines) + 1)), LINE_KINDS[int(k)])
+        lines.insert(int(rng.integers(1, len(lines))), "")
+        title = page.title if i % 3 else "治療のあとの生活について教えてください"
+        out.append(dataclasses.replace(page, title=title, lines=tuple(lines)))
+    return out
+
+
+def _bigrams_of(text: str) -> set[str]:
+    """The character bigrams extract compares (chatbot.extract._bigrams, as it always was)."""
+    import unicodedata
+
+    t = "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
+    return {t[i:i + 2] for i in range(len(t) - 1)}
+
+
+@pytest.mark.parametrize("seed,workers", [(21, 1), (22, 2)])
+def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int, workers: int,
+                                                                        monkeypatch) -> None:
+    """What the index stores of every line (made in the build's own MeCab pass, in worker
+    processes too) is what analysing that line afresh gives: its terms as the retriever's
+    analyzer reads a question's, its letters (the same bigrams extract always compared),
+    the answer kinds it gives, the lines it is read with; and a page's answer kinds."""
+    from guiderag.chatbot.answer_type import gives
+    from guiderag.chatbot.extract import line_context
+    from guiderag.retrieval import answer_kinds, build
+    from guiderag.retrieval.lines import ComputedLines, StoredLines
+
+    monkeypatch.setattr(build, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(build, "_CHUNK_PAGES", 2)
+    pages = _pages_with_every_kind_of_line(seed)
+    settings = Settings.load(env={}, progress=False, index_workers=workers)
+    analyzer = make_analyzer(settings)
+    retriever = OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer,
+                              guideline="default")
+    stored = retriever.line_analyses
+    assert isinstance(stored, StoredLines)
+    fresh = ComputedLines(retriever.analyze)
+    framed = 0
+    for page in retriever.pages:
+        assert stored.terms(page, 0) == frozenset(retriever.analyze(page.title))
+        for n, text in enumerate(page.lines, start=1):
+            got, want = stored.line(page, n), fresh.line(page, n)
+            assert got == want, (page.url, n, text)
+            assert got.terms == frozenset(retriever.analyze(text))
+            framed += got.terms != frozenset(analyzer(text))  # framing words are no terms here
+            pairs = {got.flat[i:i + 2] for i in range(len(got.flat) - 1)}
+            assert pairs == _bigrams_of(text)
+            assert list(got.context) == line_context(page, n)
+            for kind in answer_kinds.GIVES:
+                assert bool(got.gives & answer_kinds.BITS[kind]) == gives(text, frozenset({kind}))
+        assert stored.page_gives(page) == fresh.page_gives(page)
+        assert stored.page_units(page, title=True) == fresh.page_units(page, title=True)
+    assert framed > 0  # the pages hold lines whose question-view terms differ from the index's
+    # a page object the index does not hold is analysed afresh
+    other = dataclasses.replace(retriever.pages[0], lines=("別の行です。",))
+    assert stored.line(other, 1) == fresh.line(other, 1)
+
+
+# --- the coverage decision reads the index, not MeCab (retrieval.evidence, chatbot.coverage) --
+
+# What chatbot.coverage_features read as odds on a line before the index stored it (the
+# plain rule, NFKC text).
+ODDS_LINE = re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人")
+# ... and the units of its figures (2時間, 3日, 50歳), each spelling as one unit.
+UNIT_LINE = re.compile(r"[0-9〇一二三四五六七八九十数]\s*(?:万|千)?\s*(週間|時間|か月|ヶ月|カ月|箇月|分|日|週|年|歳|回|円|度)")
+UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間": "週", "か月": "月", "ヶ月": "月",
+           "カ月": "月", "箇月": "月", "月": "月", "年": "年", "歳": "歳", "回": "回", "度": "回", "円": "円"}
+
+
+def _retriever_of(pages: list[PageVersion], **overrides) -> OursRetriever:
+    settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
+    analyzer = make_analyzer(settings)
+    return OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer, guideline="default")
+
+
+def test_the_evidence_read_off_the_index_equals_the_page_matrix_and_fresh_titles(monkeypatch) -> None:
+    """retrieval.evidence reads each page's distinct terms, the pages holding a term with its
+    weight there, and the best page's title terms from the index (one term matrix, the
+    stored titles' terms): the same as the page-term matrix alone and MeCab on the title."""
+    import unicodedata
+
+    from guiderag.chatbot.coverage import page_facts
+    from guiderag.chatbot.coverage_features import PageFacts
+    from guiderag.retrieval import evidence
+
+    pages = _pages_with_every_kind_of_line(31)
+    pages[1] = dataclasses.replace(pages[1], lines=(*pages[1].lines, "5年生存率は約70%です。", "10人に1人です"))
+    retriever = _retriever_of(pages)
+    cache = evidence._cache(retriever)
+    page_matrix = retriever.data.level("terms", "pages")  # CSR, one row per page
+    assert np.array_equal(cache.lengths, np.diff(page_matrix.indptr))
+    by_column = page_matrix.tocsc()
+    by_column.sort_indices()
+    for col in range(len(retriever.data.term_vocab)):
+        rows, values = evidence._page_rows(cache, col)
+        lo, hi = by_column.indptr[col], by_column.indptr[col + 1]
+        assert np.array_equal(rows, by_column.indices[lo:hi]) and np.array_equal(values, by_column.data[lo:hi])
+    odds = units = 0
+    for row, page in enumerate(retriever.pages):
+        title = unicodedata.normalize("NFKC", page.title)
+        assert evidence._title_terms(retriever, cache, row) == frozenset(t.text for t in retriever.analyzer.terms(title))
+        facts = page_facts(page, retriever.line_analyses)
+        assert facts == PageFacts.of((page.title, *page.lines))
+        texts = [unicodedata.normalize("NFKC", t) for t in (page.title, *page.lines)]
+        want = any(ODDS_LINE.search(t) for t in texts)
+        assert facts.odds == want
+        assert facts.units == {UNIT_OF[u] for t in texts for u in UNIT_LINE.findall(t)}
+        odds += want
+        units += bool(facts.units)
+    assert odds > 0 and units > 0
+
+
+@pytest.mark.parametrize("seed", [41, 42])
+def test_the_coverage_decision_on_stored_analyses_equals_it_on_fresh_ones(seed: int) -> None:
+    """The coverage model's features (line coverage, the pages' figure kinds and odds, the
+    query's evidence) measured on the line analyses the index stored are those measured on
+    the same lines analysed afresh by MeCab, question by question, with and without keywords."""
+    from guiderag.chatbot.coverage import measure_inputs
+    from guiderag.retrieval.lines import ComputedLines
+
+    corpus = generate_corpus(30, 30, seed=seed)
+    pages = [*corpus.pages[:24], *_pages_with_every_kind_of_line(seed)]
+    retriever = _retriever_of(pages)
+    fresh = ComputedLines(retriever.analyze)
+    questions = [*corpus.queries, "手術のあと、いつから歩けますか", "費用の自己負担額はいくらですか",
+                 "5年生存率は何パーセントですか", "存在しない語彙ばかりの質問です"]
+    measured = 0
+    for question in questions:
+        result = retriever.search(question)
+        for keywords in ((), tuple(result.keywords), ("副作用", "費用")):
+            stored = measure_inputs(question, result, retriever, retriever.analyze, keywords=keywords)
+            again = measure_inputs(question, result, retriever, retriever.analyze, keywords=keywords, lines=fresh)
+            assert stored == again, (question, keywords)
+            assert stored.measure().values == again.measure().values
+            measured += bool(result.passages)
+    assert measured > 0
