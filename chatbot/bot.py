@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
 # Why a follow-up read with carried terms is refused (chatbot.conversation, rule 5).
-OWN_WORDS_MISSING = ("the follow-up's own words are not spoken to on the page that answers the earlier "
-                     "topic (conversation reading)")
+OWN_WORDS_MISSING = ("the page that answers the follow-up as read does not speak to its own words or to the "
+                     "earlier topic it was read with (conversation reading)")
 
 
 class Chatbot:
@@ -208,6 +208,7 @@ class Chatbot:
                                      self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
         # a question alone is searched as it always was; a follow-up with its carried terms
         result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
+        result = self.reader.prefer(result, reading)  # a follow-up: the page answered before first
         record.searched(result)
         verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
@@ -220,7 +221,7 @@ class Chatbot:
     def _own_words_missing(self, reading: Reading, result: RetrievalResult) -> str:
         """Why a follow-up read with carried terms is refused although the gate covers it
         completed (chatbot.conversation, rule 5), or "" when it is not."""
-        if not reading.carried or self.reader.own_words_found(reading.text, result):
+        if not reading.carried or self.reader.speaks_to(reading, result):
             return ""
         return OWN_WORDS_MISSING
 

@@ -12,8 +12,11 @@ the keywords' slots that the corpus knows added, and each passage keeps the bett
 
 A follow-up in a conversation (chatbot.conversation) is searched as completed by the terms
 it leans on (`context`): the question's slots and the context terms' known slots are one
-query, the question as read; keywords then add to it as above. A question searched
-without context is scored exactly as before.
+query, the question as read; keywords then add to it as above. A carried term the question
+does not say itself weighs CARRIED_WEIGHT of a word of its own (its slot and its bigrams):
+the earlier topic tells pages apart among those the follow-up's own words find, it does not
+outweigh them (with full weight, five carried terms drag a question with a topic of its own
+back to the earlier page). A question searched without context is scored exactly as before.
 
 The reference takes the best passages above their threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
@@ -42,6 +45,12 @@ from .scoring import PassageScorer
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
+# The query weight of a carried term (a follow-up's context) against a word of its own.
+# Measured (issue 21, devbench --suite conversation, all four sets): 1.0 dragged topic
+# switches back (gastric topic_switch gold 0.800, alone 0.933); 0.5 reads them as alone
+# (0.933) and follow-ups as well or better on every set; 0.3 loses follow-ups that need the
+# topic to find their page.
+CARRIED_WEIGHT = 0.5
 
 
 class OursRetriever(Retriever):
@@ -95,7 +104,7 @@ class OursRetriever(Retriever):
         base = self.builder.build([question])
         context = clean_keywords(context)
         if context:
-            base = self.builder.build(context, known_only=True, base=base)
+            base = _carried(base, self.builder.build(context, known_only=True, base=base))
         keywords = clean_keywords(keywords)
         if not keywords:
             return base, None
@@ -287,3 +296,18 @@ class OursRetriever(Retriever):
             else:
                 misses += 1
         return out
+
+
+def _carried(own: Query, completed: Query) -> Query:
+    """`completed` (the question's query with the carried terms built into it) with the slots
+    and bigrams that only the carried terms brought weighing CARRIED_WEIGHT; the question's
+    own slots keep their weight (a carried term may add alternatives to them, as a keyword
+    does, never lower them)."""
+    terms, grams = {s.term for s in own.slots}, set(own.bigrams)
+    for slot in completed.slots:
+        if slot.term not in terms:
+            slot.weight *= CARRIED_WEIGHT
+    for gram in completed.bigrams:
+        if gram not in grams:
+            completed.bigrams[gram] *= CARRIED_WEIGHT
+    return completed

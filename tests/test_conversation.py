@@ -132,7 +132,7 @@ def test_own_words_rule_refuses_what_the_gate_covers_completed(capsys, db: Path)
         assert reading.how == FOLLOW_UP and reading.points_back and reading.terms
         result = library.retriever(gid).search(reading.text, None, context=reading.terms)
         assert library.gate(gid).judge(reading.text, result).covered
-        assert not reader.own_words_found(reading.text, result)
+        assert not reader.speaks_to(reading, result)
         assert not reader.covered(reading, result)
     refused = ask(capsys, db, DRIVING, BRONCHOSCOPY)
     assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
