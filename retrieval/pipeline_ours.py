@@ -104,7 +104,8 @@ class OursRetriever(Retriever):
         base = self.builder.build([question])
         context = clean_keywords(context)
         if context:
-            base = _carried(base, self.builder.build(context, known_only=True, base=base))
+            own = ({s.term: s.weight for s in base.slots}, dict(base.bigrams))
+            base = _carried(own, self.builder.build(context, known_only=True, base=base))
         keywords = clean_keywords(keywords)
         if not keywords:
             return base, None
@@ -298,16 +299,14 @@ class OursRetriever(Retriever):
         return out
 
 
-def _carried(own: Query, completed: Query) -> Query:
+def _carried(own: tuple[dict[str, float], dict[str, float]], completed: Query) -> Query:
     """`completed` (the question's query with the carried terms built into it) with the slots
-    and bigrams that only the carried terms brought weighing CARRIED_WEIGHT; the question's
-    own slots keep their weight (a carried term may add alternatives to them, as a keyword
-    does, never lower them)."""
-    terms, grams = {s.term for s in own.slots}, set(own.bigrams)
+    and bigrams that only the carried terms brought weighing CARRIED_WEIGHT, and the
+    question's own (`own`: their weights before) as they were: a carried term may add
+    alternatives to a word of the question, as a keyword does, never change its weight."""
+    weights, grams = own
     for slot in completed.slots:
-        if slot.term not in terms:
-            slot.weight *= CARRIED_WEIGHT
-    for gram in completed.bigrams:
-        if gram not in grams:
-            completed.bigrams[gram] *= CARRIED_WEIGHT
+        slot.weight = weights[slot.term] if slot.term in weights else slot.weight * CARRIED_WEIGHT
+    for gram, weight in completed.bigrams.items():
+        completed.bigrams[gram] = grams[gram] if gram in grams else weight * CARRIED_WEIGHT
     return completed
