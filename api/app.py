@@ -7,17 +7,22 @@
   settings.history_max_turns texts of at most api_max_question_chars each: beyond, 422 and
   no audit row;
 - `GET /v1/pages` (`?guideline=ID`), `GET /v1/guidelines`; `GET /healthz` (the process
-  lives); `GET /readyz` (store reachable and indexes loaded, else 503); the OpenAPI
+  lives: answered on the event loop, never touching the store or the request threads);
+  `GET /readyz` (store reachable and indexes loaded, else 503, within
+  settings.api_ready_timeout_s whatever the store does: api/health.py); the OpenAPI
   description at /openapi.json (and /docs).
 - Every error is JSON `{"error": {"code": ..., "message": ...}}`: 400/422 bad input, 401
   without the configured API key, 404/405 unknown route or method, 413 a body over
   settings.api_max_body_bytes, 503 a model, the store or the index unavailable, 500 anything
-  else (the traceback goes to the server log, never to the client).
+  else (the traceback goes to the server log, never to the client). A message names no
+  credential and no path of this machine (api/public.py; the server log has it whole).
 - With settings.api_key set, /v1 requires `Authorization: Bearer <key>` (constant-time
   comparison). CORS headers only for the origins in settings.api_cors_origins.
 
-Routes are plain functions: FastAPI runs them in its thread pool, so answers run
-concurrently (MeCab and the audit log take their own locks).
+Routes that touch the store are plain functions: FastAPI runs them in its thread pool, so
+answers run concurrently (MeCab and the audit log take their own locks). What needs no
+store (the health probe, the key check, the error handlers) is async: it runs on the
+event loop, so a pool whose every thread waits on a hung store cannot hold it up.
 """
 from __future__ import annotations
 
@@ -42,9 +47,12 @@ from guiderag.errors import (
     ModelError,
     ModelNotConfiguredError,
     StoreError,
+    StoreTimeoutError,
 )
 from guiderag.settings import EXTRACT, GENERATE, LINES, Settings
 
+from .health import Readiness
+from .public import public_message
 from .service import Service
 
 _log = logging.getLogger("guiderag.api")
@@ -78,6 +86,7 @@ ERROR_STATUS: tuple[tuple[type[GuideragError], int, str], ...] = (
     (ModelNotConfiguredError, 503, "model_not_configured"),
     (ModelError, 503, "model_unavailable"),
     (EmptyCorpusError, 503, "no_corpus"),
+    (StoreTimeoutError, 503, "store_timeout"),  # a wait on the store ran out: hung or overloaded
     (StoreError, 503, "store_unavailable"),
     (IndexCorruptError, 503, "index_unavailable"),
     (IndexWriteError, 503, "index_unavailable"),
@@ -125,9 +134,23 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
+def check_api_key(key: str | None) -> None:
+    """InputError, at start-up, for an API key no client could send: it travels in an HTTP
+    header, where only printable ASCII arrives as written."""
+    if key and not all("!" <= ch <= "~" for ch in key):
+        raise InputError(
+            "GUIDERAG_API_KEY must be printable ASCII without spaces (letters, digits, punctuation): "
+            "clients send it in an HTTP header, where other characters cannot arrive as written, so "
+            "no request could ever match it. Generate one with "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+
+
 def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
-    """The application over settings.db; one Service (one loaded index) per process."""
+    """The application over settings.db; one Service (one loaded index) per process.
+    InputError for an API key no client could send (check_api_key)."""
+    check_api_key(settings.api_key)
     service = service or Service(settings)
+    readiness = Readiness(service, settings.api_ready_timeout_s)
     app = FastAPI(
         title="guiderag",
         version="1",
@@ -135,7 +158,10 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
     )
     app.state.service = service
 
-    def require_key(request: Request) -> None:
+    def public(message: str, what: str) -> str:
+        return public_message(message, settings, log=_log, what=what)
+
+    async def require_key(request: Request) -> None:
         if not settings.api_key:
             return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -143,12 +169,12 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             raise _Unauthorized()
 
     @app.exception_handler(_Unauthorized)
-    def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
+    async def unauthorized(request: Request, exc: _Unauthorized) -> JSONResponse:
         return _error(401, "unauthorized", "send the API key as `Authorization: Bearer <key>`",
                       headers={"WWW-Authenticate": "Bearer"})
 
     @app.exception_handler(RequestValidationError)
-    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
             return _error(400, "invalid_json", "the request body is not valid JSON")
@@ -156,38 +182,39 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         for e in errors[:5]:
             where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
             parts.append(f"{where}: {e.get('msg', 'invalid')}")
-        return _error(422, "invalid_request", "; ".join(parts))
+        return _error(422, "invalid_request", public("; ".join(parts), f"422 {request.url.path}"))
 
     @app.exception_handler(StarletteHTTPException)
-    def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
         return _error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
                       headers=getattr(exc, "headers", None))
 
     @app.exception_handler(GuideragError)
-    def ours(request: Request, exc: GuideragError) -> JSONResponse:
+    async def ours(request: Request, exc: GuideragError) -> JSONResponse:
         for kind, status, code in ERROR_STATUS:
             if isinstance(exc, kind):
-                return _error(status, code, str(exc))
+                return _error(status, code, public(str(exc), f"{status} {request.url.path}"))
         _log.error("error answering %s: %s", request.url.path, exc)
-        return _error(500, "internal_error", str(exc))
+        return _error(500, "internal_error", public(str(exc), f"500 {request.url.path}"))
 
     @app.exception_handler(Exception)
-    def unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         _log.exception("unexpected error answering %s", request.url.path)
         return _error(500, "internal_error", "an unexpected error; the server log has the details")
 
     @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """200 while the process lives."""
+    async def healthz() -> dict[str, str]:
+        """200 while the process lives (on the event loop: never waits on the store)."""
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["health"], responses={503: {"description": "store or index unavailable"}})
-    def readyz() -> JSONResponse:
-        """200 when the store answers and the index of its corpus is loaded, else 503."""
-        ready, why = service.readiness()
+    async def readyz() -> JSONResponse:
+        """200 when the store answers and the index of its corpus is loaded, else 503; within
+        settings.api_ready_timeout_s ("store not answering" when the store has not answered)."""
+        ready, why = await readiness.probe()
         if not ready:
-            return _error(503, "not_ready", why)
+            return _error(503, "not_ready", public(why, "503 /readyz"))
         return JSONResponse({"status": "ready", "corpus_state": service.loaded_run_id})
 
     @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)])
@@ -202,7 +229,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         return service.ask(body.question, body.mode, body.guideline, body.history).to_json()
 
     @app.exception_handler(_BadField)
-    def bad_field(request: Request, exc: _BadField) -> JSONResponse:
+    async def bad_field(request: Request, exc: _BadField) -> JSONResponse:
         return _error(422, "invalid_request", f"{exc.field}: {exc.message}")
 
     @app.get("/v1/pages", tags=["corpus"], dependencies=[Depends(require_key)])

@@ -12,7 +12,7 @@ two corpus versions.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
@@ -71,13 +71,16 @@ class Service:
 
         return guideline_rows(self.settings)
 
-    def readiness(self) -> tuple[bool, str]:
-        """(ready, why): the store answers and the indexes of its corpora are loaded."""
+    def readiness(self, at: Callable[[str], None] = lambda stage: None) -> tuple[bool, str]:
+        """(ready, why): the store answers and the indexes of its corpora are loaded; `at`
+        hears what is asked next ("store", "index"), for api.health's deadline."""
+        at("store")
         try:
             state = self._cache.state()
         except GuideragError as exc:
             return False, f"store unavailable: {exc}"
         if self._cache.loaded_state != state:
+            at("index")
             try:
                 self._cache.library(state)
             except EmptyCorpusError as exc:

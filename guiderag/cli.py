@@ -14,11 +14,12 @@ import importlib
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import GuideragError
-from .redact import redact
+from .redact import RedactingStream, redact
 from .registry import Setting
 from .settings import AUTO_GUIDELINE, BY_NAME, MODES, PIPELINES, REGISTRY, Settings, ignored_variables
 from .streams import pipe_safe_streams
@@ -243,8 +244,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _redacted_stderr() -> Iterator[None]:
+    """Everything this command writes to stderr (messages, warnings, log lines, a
+    traceback) with the credentials of every URL in it masked (guiderag.redact)."""
+    previous = sys.stderr
+    sys.stderr = RedactingStream(previous)
+    try:
+        yield
+    finally:
+        sys.stderr = previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    with pipe_safe_streams(), _sigterm_as_interrupt():
+    with pipe_safe_streams(), _redacted_stderr(), _sigterm_as_interrupt():
         return _main(argv)
 
 
@@ -273,6 +286,11 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         # Output went to a closed pipe outside sys.stdout/sys.stderr and stopped the command
         # part-way: not a success.
+        return 1
+    except Exception:
+        # A bug of ours: the traceback, as Python would print it, but through the redacting
+        # stderr (a URL in an exception's message keeps its password out of it).
+        traceback.print_exc(file=sys.stderr)
         return 1
 
 

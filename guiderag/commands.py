@@ -64,20 +64,35 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
 def guideline_rows(settings: Settings, *, include_removed: bool = False) -> list[dict[str, Any]]:
     """The `guidelines --json` rows: id, title, TOC URL, pages, last scrape, status, and
     the last `guiderag check` of each (None when never checked)."""
+    from .scraper.run import DEAD_RUN_MESSAGE
     from .store import Store
+    from .store.lock import scrape_running
 
     with Store(settings.store, create=False) as store:
         counts = store.page_counts()
         rows = []
+        live_scrape: bool | None = None  # asked of the scrape lock once, when a run says running
         for g in store.guidelines(include_removed=include_removed):
             ok = store.last_run(guideline=g.id)
             latest = store.last_run(status=None, guideline=g.id)
+            if latest is not None and latest["status"] == "running":
+                if live_scrape is None:
+                    live_scrape = scrape_running(settings.store)
+                again = store.last_run(status=None, guideline=g.id)  # it may have finished meanwhile
+                if not live_scrape and again is not None and again["id"] == latest["id"] \
+                        and again["status"] == "running":
+                    # its process died (killed): shown as the next scrape will record it
+                    latest = dict(latest, status="aborted", message=DEAD_RUN_MESSAGE)
+                else:
+                    latest = again
             pages = counts.get(g.id, 0)
             if g.removed:
                 status = "removed"
             elif latest is not None and latest["status"] == "running":
                 status = "scraping"
-            elif latest is not None and latest["status"] in ("failed", "aborted"):
+            elif latest is not None and latest["status"] == "aborted":
+                status = "aborted"
+            elif latest is not None and latest["status"] == "failed":
                 status = "last_scrape_failed"
             elif not pages:
                 status = "empty"
@@ -145,9 +160,12 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
     """Mark the guideline and its pages removed (versions and audit rows kept), then drop
     its index and its last check."""
     from .retrieval.persist import remove_index
+    from .settings import check_guideline_id
     from .store import Store
     from .store.lock import scrape_lock
 
+    check_guideline_id(gid)
+    Store(settings.store, create=False).close()  # no store there: exit 2 before a lock file is made beside it
     with scrape_lock(settings.store), Store(settings.store, create=False) as store:
         pages = store.remove_guideline(gid)
     target = settings.guideline_scope(gid)
@@ -158,8 +176,27 @@ def _remove_guideline(gid: str, settings: Settings) -> int:
     return 0
 
 
+def chat_environment(args: argparse.Namespace, settings: Settings) -> dict[str, str]:
+    """The Streamlit child's environment: this one, with the store's location (a
+    PostgreSQL URL as given, password and all, or the SQLite file) and the flags of the
+    command as the settings they set. The environment, not the command line: what is on a
+    command line anyone on the machine can read (`ps`), a process's environment only its
+    user and root."""
+    from .registry import FLAG
+    from .settings import BY_NAME
+
+    env = dict(os.environ)
+    for name, source in settings.sources.items():  # --pipeline, --threshold, ... as their variables
+        value = getattr(settings, name, None)
+        if source == FLAG and name in BY_NAME and value is not None:
+            env[BY_NAME[name].env] = ("1" if value else "0") if isinstance(value, bool) else str(value)
+    env[BY_NAME["db"].env] = settings.store_url or str(settings.db)
+    return env
+
+
 def run_chat(args: argparse.Namespace, settings: Settings) -> int:
-    """Serve the chat page with Streamlit (replaces this process)."""
+    """Serve the chat page with Streamlit (replaces this process) over the store of
+    --db / GUIDERAG_DB (chat_environment)."""
     spec = importlib.util.find_spec("guiderag.ui.page")  # ./ui in a checkout, guiderag/ui in a wheel
     if spec is None or not spec.origin:
         raise GuideragError("the chat page guiderag.ui.page is not installed: reinstall guiderag")
@@ -169,8 +206,7 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         "--server.headless", "true", "--server.address", args.host, "--server.port", str(args.port),
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
-    env = dict(os.environ, GUIDERAG_DB=str(settings.db))
-    os.execve(sys.executable, argv, env)
+    os.execve(sys.executable, argv, chat_environment(args, settings))
     return 0  # pragma: no cover - execve does not return
 
 

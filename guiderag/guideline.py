@@ -19,7 +19,8 @@ DEFAULT_GUIDELINE = "default"
 AUTO_GUIDELINE = "auto"
 # A guideline id names folders and files beside the store: lower-case letters, digits,
 # '-' and '_'. Not the index's own names (v-*, tmp-*, CURRENT) nor words the CLI reserves.
-GUIDELINE_ID = re.compile(r"^(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}$")
+# Matched whole (fullmatch; `$` would also match before a trailing newline: "gastric\n").
+GUIDELINE_ID = re.compile(r"(?!v-|tmp-)[a-z0-9][a-z0-9_-]{0,39}")
 RESERVED_GUIDELINE_IDS = frozenset({AUTO_GUIDELINE, "all", "none", "current"})
 GUIDELINE_ID_RULE = (
     "1-40 lower-case letters, digits, '-' or '_', starting with a letter or digit "
@@ -28,7 +29,7 @@ GUIDELINE_ID_RULE = (
 
 
 def is_guideline_id(gid: object) -> bool:
-    return isinstance(gid, str) and bool(GUIDELINE_ID.match(gid)) and gid not in RESERVED_GUIDELINE_IDS
+    return isinstance(gid, str) and bool(GUIDELINE_ID.fullmatch(gid)) and gid not in RESERVED_GUIDELINE_IDS
 
 
 def check_guideline_id(gid: str) -> str:

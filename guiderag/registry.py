@@ -198,7 +198,9 @@ class Setting:
             return "1" if value else "0"
         if isinstance(value, float):
             return f"{value:g}"
-        return redact(str(value))
+        text = redact(str(value))
+        # a newline or another control character is shown escaped: the message stays one line
+        return text if text.isprintable() else repr(text)
 
     def shown_raw(self, raw: str) -> str:
         return MASK if self.secret else repr(redact(raw))

@@ -90,10 +90,45 @@ def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and bool(_POSTGRES_URL.match(location))
 
 
+# Percent-encoding libpq accepts: "%" and two hex digits, never %00.
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})|%00")
+_PORT = re.compile(r"[0-9]{1,5}")
+URL_NOT_SHOWN = "(the URL is not shown: it may hold a password)"
+
+
+def check_postgres_url(url: str) -> str:
+    """`url` when libpq can read it as written, else InputError (exit 2) in one line that
+    quotes nothing of it, since what cannot be parsed cannot be told from the password:
+    a "/", "?", "#" or "@" in the password must be percent-encoded (%2F, %3F, %23, %40),
+    every port must be a number up to 65535, every "%" must start an escape."""
+    advice = ("write the password's '/', '?', '#', '@' and '%' percent-encoded (%2F, %3F, %23, %40, %25), "
+              f"and the port as a number {URL_NOT_SHOWN}")
+    where = "the PostgreSQL URL of the store (--db, GUIDERAG_DB or --pg)"
+    _, _, rest = url.partition("://")
+    end = re.search(r"[/?#]", rest)
+    authority, tail = (rest[:end.start()], rest[end.start():]) if end else (rest, "")
+    for host in authority.rpartition("@")[2].split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        number = port.rpartition(":")[2] if ":" in port else ""
+        if number and (not _PORT.fullmatch(number) or not 0 < int(number) < 65536):
+            if "@" in tail:  # postgresql://user:pa/ss@host/db: libpq would read host "user", port "pa"
+                raise InputError(f"{where} cannot be read: its password seems to hold an unencoded '/', '?' "
+                                 f"or '#'; {advice}")
+            raise InputError(f"{where} cannot be read: a port is not a number from 1 to 65535; {advice}")
+    if _BAD_PERCENT.search(url):
+        raise InputError(f"{where} cannot be read: a '%' that does not start an escape like %2F (or %00); "
+                         f"{advice}")
+    try:
+        urlsplit(url)
+    except ValueError:
+        raise InputError(f"{where} cannot be read (a malformed host); {advice}") from None
+    return url
+
+
 def shared_store_anchor(url: str) -> Path:
     """Where this machine keeps what lives beside a PostgreSQL store (its retrieval index,
     URL workbooks, check status): <user data dir>/postgresql/<host>-<port>-<database>.db,
     a name for a file that is never created."""
-    parts = urlsplit(url)
+    parts = urlsplit(check_postgres_url(url))
     name = "-".join(p for p in (parts.hostname or "local", str(parts.port or 5432), parts.path.strip("/") or "db") if p)
     return user_data_dir() / "postgresql" / (re.sub(r"[^A-Za-z0-9._-]+", "_", name) + ".db")

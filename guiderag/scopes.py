@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .guideline import GUIDELINE_ID_RULE, is_guideline_id
-from .redact import redact
+from .redact import redact_url
 from .registry import NOT_EMPTY, Check, above, at_least, between, one_of, setting
 from .resources import default_db, is_postgres_url, shared_store_anchor
 
@@ -62,8 +62,8 @@ def _is_timezone(name: str) -> bool:
     return True
 
 
-_ORIGIN = re.compile(r"^https?://[^/\s]+$", re.I)
-_ORIGINS = Check(lambda v: all(o.strip() == "*" or _ORIGIN.match(o.strip()) for o in v.split(",") if o.strip()),
+_ORIGIN = re.compile(r"https?://[^/\s]+", re.I)  # matched whole (fullmatch: `$` lets a trailing newline by)
+_ORIGINS = Check(lambda v: all(o.strip() == "*" or _ORIGIN.fullmatch(o.strip()) for o in v.split(",") if o.strip()),
                  "comma-separated origins such as https://portal.example.org (scheme and host, no path), or *")
 _HTTP_URL = Check(lambda v: str(v).lower().startswith(("http://", "https://")), "an http:// or https:// URL")
 _GUIDELINE = Check(lambda v: v == "" or is_guideline_id(v), GUIDELINE_ID_RULE)
@@ -118,7 +118,7 @@ class StoreConfig:
     @property
     def store_name(self) -> str:
         """The store as messages name it (a URL without its password)."""
-        return redact(self.store_url) if self.store_url else str(self.db)
+        return redact_url(self.store_url) if self.store_url else str(self.db)
 
 
 @dataclass(frozen=True)
@@ -129,15 +129,17 @@ class ScraperConfig:
                               "the User-Agent sent to guideline sites (name a contact for the site's operators)",
                               check=NOT_EMPTY)
     timeout_s: float = setting(15.0, "seconds per socket operation of a fetch (connect, each read)", check=above(0))
-    # A server trickling bytes (each read within timeout_s) fails the page; the run goes on.
-    fetch_deadline_s: float = setting(120.0, "seconds a page's whole response (status, headers, body) may take",
+    # A server trickling bytes (each read within timeout_s), even inside its headers, fails
+    # the page; the run goes on (scraper.deadline.Deadline).
+    fetch_deadline_s: float = setting(120.0, "seconds a fetch may take from connecting to the last byte (status "
+                                      "line, headers, body)",
                                       check=above(0))
     # A site asking for more is left alone: the scrape is abandoned (the previous corpus
     # kept) rather than hammering it.
     retry_after_max_s: float = setting(120.0, "the longest Retry-After (429, 503) waited for; a site asking "
                                        "more ends the scrape", check=at_least(0))
-    max_pages: int = setting(2000, "at most this many guide pages per scrape (a TOC listing more is refused "
-                             "before anything is fetched); 0: no limit", check=at_least(0))
+    max_pages: int = setting(2000, "at most this many guide pages per scrape or check (a TOC listing more is "
+                             "refused before anything is fetched); 0: no limit", check=at_least(0))
     retries: int = setting(3, "attempts after the first for a page failing with a connection error, 429 or 5xx",
                            check=at_least(0))
     backoff_s: float = setting(0.5, "seconds before the first retry (doubled each time)", check=at_least(0))
@@ -319,14 +321,22 @@ class ApiConfig:
                                           "max_question_chars are answered", check=at_least(1))
     api_cors_origins: str = setting("", "origins allowed to call the API from a browser (comma-separated); "
                                     "empty: no CORS headers", check=_ORIGINS)
+    # /readyz touches the store and may load the indexes; the probe must answer a load
+    # balancer in time whatever the store does (a hung PostgreSQL): api/health.py.
+    api_ready_timeout_s: float = setting(2.0, "/readyz answers within this many seconds: a store (or an index load) "
+                                         "not answering by then is reported not ready (503)", check=above(0))
+    # uvicorn bounds neither a request's headers nor its body: api/protocol.py does.
+    api_request_timeout_s: float = setting(30.0, "a client must send its whole request (headers, body) within this "
+                                           "many seconds, else it gets 408 and is disconnected", check=above(0))
 
 
 @dataclass(frozen=True)
 class ChatConfig:
     """The chat page (`guiderag chat`, app.py)."""
 
-    sample_on_empty: bool = setting(True, "fill a store that never held a page with the bundled sample "
-                                    "guideline on first start")
+    # Never a store someone configured (--db, GUIDERAG_DB, PostgreSQL): ui.bootstrap.needs_bootstrap.
+    sample_on_empty: bool = setting(True, "fill the default store (no --db / GUIDERAG_DB) with the bundled sample "
+                                    "guideline while it never held a page")
     display_timezone: str = setting("Asia/Tokyo", "the time zone of dates shown to users (an IANA name)",
                                     check=Check(_is_timezone, "an IANA time zone name such as Asia/Tokyo"))
 

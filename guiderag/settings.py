@@ -151,6 +151,8 @@ class Settings:
     api_max_body_bytes = _flat(lambda s: s.api.api_max_body_bytes)
     api_max_question_chars = _flat(lambda s: s.api.api_max_question_chars)
     api_cors_origins = _flat(lambda s: s.api.api_cors_origins)
+    api_ready_timeout_s = _flat(lambda s: s.api.api_ready_timeout_s)
+    api_request_timeout_s = _flat(lambda s: s.api.api_request_timeout_s)
     sample_on_empty = _flat(lambda s: s.chat.sample_on_empty)
     display_timezone = _flat(lambda s: s.chat.display_timezone)
     jsquad_dir = _flat(lambda s: s.eval.jsquad_dir)

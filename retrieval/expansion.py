@@ -201,7 +201,7 @@ class SudachiSynonyms:
         for row in csv.reader(io.StringIO(text)):
             if len(row) < 9 or not row[0].strip():
                 continue
-            flag = int(row[2]) if row[2].strip().isdigit() else 0
+            flag = int(row[2]) if row[2].strip().isascii() and row[2].strip().isdigit() else 0
             if flag == 2:
                 continue
             word = normalize(row[8]).strip()

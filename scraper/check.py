@@ -1,7 +1,8 @@
 """`guiderag check`: is the live guideline still what the store holds? Nothing is written.
 
 For one guideline: the table of contents is fetched and classified as a scrape would
-(robots.txt, hand edits of its URL workbook), every guide page fetched with a conditional
+(robots.txt, hand edits of its URL workbook, the page cap and the byte and time limits of
+every fetch), every guide page fetched with a conditional
 GET against the stored validators, and what a scrape would store compared with the store,
 by content hash: pages changed, added (newly linked), removed (no longer linked, or gone),
 unreachable (failing now), and the age of the last good scrape. The store is opened
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,11 +24,12 @@ from typing import Any
 
 from guiderag.clock import utc_now
 from guiderag.errors import GuideragError, InputError, InvalidURLError
+from guiderag.files import BesideFile
 from guiderag.settings import GuidelineScope, Settings
 from guiderag.store.pages import Store, content_hash
 
 from . import fetch
-from .run import check_toc_url, fetch_round, plan_site, read_workbook_edits
+from .run import check_toc_url, fetch_round, over_page_cap, plan_site, read_workbook_edits
 
 IN_SYNC, DIVERGED, TOO_OLD, FAILED = "in_sync", "diverged", "too_old", "failed"
 EXIT_CODES = {IN_SYNC: 0, DIVERGED: 3, TOO_OLD: 3, FAILED: 1}
@@ -115,6 +115,10 @@ def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None,
         _, _, edits = read_workbook_edits(settings, None, guideline)
         with fetch.Fetcher(settings, result.toc_url) as fetcher:
             plan = plan_site(fetcher, result.toc_url, toc, edits, None)
+            too_many = over_page_cap(settings, plan)
+            if too_many:  # the same cap as a scrape: a TOC of 20,000 links is not 20,000 requests
+                raise InvalidURLError(f"{too_many}; no guide page was fetched. Raise GUIDERAG_MAX_PAGES, "
+                                      "or review the table of contents with `guiderag scrape`")
             done = fetch_round(settings, store, fetcher, plan, io.StringIO())
     content = set(done.content_urls)
     for page in done.fetched:
@@ -146,14 +150,13 @@ def _compare(settings: Settings, guideline: GuidelineScope, toc_url: str | None,
 def write_status(guideline: GuidelineScope, result: CheckResult) -> Path:
     """Record the result in the guideline's status file (atomically); returns its path."""
     path = guideline.check_status_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + path.name + ".", suffix=".tmp", dir=path.parent)
+    tmp = BesideFile(path)  # removes the temporary files of checks that were killed, too
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with open(tmp.path, "w", encoding="utf-8") as fh:
             json.dump(result.to_json(), fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)
+        tmp.install()
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.discard()
         raise
     return path
 

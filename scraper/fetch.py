@@ -1,7 +1,8 @@
 """Fetch pages politely and robustly.
 
 One `requests.Session` with a clear User-Agent; a timeout per socket read and a deadline
-for a whole response (a server trickling bytes cannot hold a scrape); retries with
+for a whole response, from connecting to its last byte, status line and headers included
+(`Deadline`: a server trickling bytes, even inside its headers, cannot hold a scrape); retries with
 exponential backoff on 5xx, 429 and connection errors, waiting as long as a Retry-After
 asks (up to a cap: beyond it the site is left alone); a delay between requests
 (robots.txt Crawl-delay when longer); robots.txt obeyed (missing = allow all, 401/403 =
@@ -15,6 +16,7 @@ text that is not plausibly text (binary bytes sent as text/html) refused.
 """
 from __future__ import annotations
 
+import re
 import time
 import urllib.robotparser
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from guiderag.settings import Settings
 from guiderag.clock import utc_now
 
 from . import charset, urls
+from .deadline import Deadline, DeadlineAdapter
 
 # Outcome kinds.
 OK = "ok"
@@ -55,6 +58,8 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 ROBOTS_UNAVAILABLE = frozenset({429})  # besides every 5xx
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,application/pdf;q=0.8,*/*;q=0.1"
 CHUNK_BYTES = 65536
+# A header's number: ASCII digits only (str.isdigit also says yes to "²", which int() refuses).
+DIGITS = re.compile(r"[0-9]+")
 # Redirects followed per page (within the site only; an off-site one is a failure): a
 # guideline page is reached in one or two; a longer chain is a loop or a misconfigured
 # site, not something to tune (requests follows 30; never set, not by a test).
@@ -131,6 +136,8 @@ class Fetcher:
         self.settings = settings
         self.site = urls.site_of(urls.normalize_url(site_url))
         self.session = session or requests.Session()
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, DeadlineAdapter())
         self.session.headers.update({"User-Agent": settings.user_agent, "Accept": ACCEPT})
         self.robots = Robots(None, settings.user_agent, "robots.txt not read yet")
         self._last_request = 0.0
@@ -218,51 +225,75 @@ class Fetcher:
                 time.sleep(max(wait, s.backoff_s * (2 ** (attempt - 1))))
             wait = 0.0
             self._pause()
-            started = time.monotonic()
-            try:
-                resp = self.session.get(current, headers=headers, timeout=s.timeout_s,
-                                        allow_redirects=False, stream=True)
-            except requests.Timeout:
-                last_reason, last_status = f"timed out after {s.timeout_s:g}s", None
-                continue
-            except requests.ConnectionError as exc:
-                last_reason, last_status = f"connection failed: {_short(exc)}", None
-                continue
-            except requests.RequestException as exc:
-                return FetchResult(url, FAILED, final_url=current, reason=f"request failed ({_short(exc)})"), None
-            finally:
-                self._last_request = time.monotonic()
-            with resp:
-                status = resp.status_code
-                if status >= 500 or status in RETRY_STATUSES:
-                    last_reason, last_status = f"HTTP {status} {resp.reason or ''}".strip(), status
-                    asked = retry_after(resp.headers.get("Retry-After")) if status in RETRY_AFTER_STATUSES else None
-                    if asked is not None and asked > s.retry_after_max_s:
-                        return FetchResult(
-                            url, FAILED, final_url=current, status=status, server_trouble=True, stay_away=True,
-                            reason=f"{last_reason}, asking to wait {asked:.0f} s before the next request "
-                                   f"(Retry-After), longer than the cap of {s.retry_after_max_s:g} s "
-                                   "(GUIDERAG_RETRY_AFTER_MAX_S)"), None
-                    wait = asked or 0.0
-                    continue
-                try:
-                    return self._read(url, current, resp, want_html, started + s.fetch_deadline_s)
-                except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                        urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as exc:
-                    last_reason, last_status = f"connection lost while reading ({_short(exc)})", None
-                    continue
-                except urllib3.exceptions.DecodeError as exc:
-                    return FetchResult(url, FAILED, final_url=current, status=status,
-                                       reason=f"the body could not be decompressed ({_short(exc)})"), None
-                finally:
-                    self._last_request = time.monotonic()  # the response has ended
+            with Deadline(s.fetch_deadline_s) as deadline:
+                outcome = self._attempt(url, current, headers, want_html, deadline)
+            if isinstance(outcome, tuple):
+                return outcome
+            last_reason, last_status, wait, retry = outcome.reason, outcome.status, outcome.wait, outcome.retry
+            if not retry:
+                return FetchResult(url, FAILED, final_url=current, status=last_status,
+                                   reason=last_reason), None
         tries = f"after {attempts} attempt{'s' if attempts > 1 else ''}"
         return FetchResult(url, FAILED, final_url=current, status=last_status,
                            reason=f"{last_reason} {tries}",
                            server_trouble=last_status is None or last_status in DOWN_STATUSES), None
 
+    def _attempt(self, url: str, current: str, headers: dict[str, str], want_html: bool,
+                 deadline: Deadline) -> "tuple[FetchResult, str | None] | _Retry":
+        """One GET within `deadline`: the result, or why (and whether) to try again."""
+        s = self.settings
+        started = time.monotonic()
+        try:
+            resp = self.session.get(current, headers=headers, timeout=s.timeout_s,
+                                    allow_redirects=False, stream=True)
+        except requests.RequestException as exc:
+            if deadline.expired:
+                return self._too_slow(url, current, "its status line and headers had not all arrived")
+            if isinstance(exc, requests.Timeout):
+                return _Retry(f"timed out after {s.timeout_s:g}s")
+            if isinstance(exc, requests.ConnectionError):
+                return _Retry(f"connection failed: {_short(exc)}")
+            return _Retry(f"request failed ({_short(exc)})", retry=False)
+        finally:
+            self._last_request = time.monotonic()
+        if deadline.expired:  # the headers "ended" because the deadline shut the socket
+            resp.close()
+            return self._too_slow(url, current, "its status line and headers had not all arrived")
+        with resp:
+            status = resp.status_code
+            if status >= 500 or status in RETRY_STATUSES:
+                reason = f"HTTP {status} {resp.reason or ''}".strip()
+                asked = retry_after(resp.headers.get("Retry-After")) if status in RETRY_AFTER_STATUSES else None
+                if asked is not None and asked > s.retry_after_max_s:
+                    return FetchResult(
+                        url, FAILED, final_url=current, status=status, server_trouble=True, stay_away=True,
+                        reason=f"{reason}, asking to wait {asked:.0f} s before the next request "
+                               f"(Retry-After), longer than the cap of {s.retry_after_max_s:g} s "
+                               "(GUIDERAG_RETRY_AFTER_MAX_S)"), None
+                return _Retry(reason, status, asked or 0.0)
+            try:
+                return self._read(url, current, resp, want_html, started + s.fetch_deadline_s, deadline)
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                    urllib3.exceptions.ProtocolError, urllib3.exceptions.ReadTimeoutError, OSError) as exc:
+                if deadline.expired:
+                    return self._too_slow(url, current, "its body had not all arrived", status=status)
+                return _Retry(f"connection lost while reading ({_short(exc)})")
+            except urllib3.exceptions.DecodeError as exc:
+                return FetchResult(url, FAILED, final_url=current, status=status,
+                                   reason=f"the body could not be decompressed ({_short(exc)})"), None
+            finally:
+                self._last_request = time.monotonic()  # the response has ended
+
+    def _too_slow(self, url: str, current: str, what: str, *, status: int | None = None,
+                  received: int | None = None) -> tuple[FetchResult, None]:
+        """The page failed: its response took longer than settings.fetch_deadline_s (not retried)."""
+        got = f"{received} bytes received" if received is not None else what
+        return FetchResult(url, FAILED, final_url=current, status=status, server_trouble=True, reason=(
+            f"the response took longer than the deadline of {self.settings.fetch_deadline_s:g} s "
+            f"({got}; GUIDERAG_FETCH_DEADLINE_S)")), None
+
     def _read(self, url: str, current: str, resp: requests.Response, want_html: bool,
-              deadline: float) -> tuple[FetchResult, str | None]:
+              deadline_at: float, deadline: Deadline) -> tuple[FetchResult, str | None]:
         status = resp.status_code
         now = utc_now()
         if status in (301, 302, 303, 307, 308):
@@ -289,19 +320,19 @@ class Fetcher:
         limit = max(self.settings.max_page_bytes, self.settings.pdf_max_bytes) if maybe_pdf \
             else self.settings.max_page_bytes
         declared = resp.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
+        if DIGITS.fullmatch(declared) and int(declared) > limit:
             return FetchResult(url, FAILED, reason=f"larger than the size limit ({declared} > {limit} bytes)",
                                **common), None
         body = bytearray()
         while True:
-            if time.monotonic() > deadline:
-                return FetchResult(url, FAILED, server_trouble=True, **common, reason=(
-                    f"the response took longer than the deadline of {self.settings.fetch_deadline_s:g} s "
-                    f"({len(body)} bytes received; GUIDERAG_FETCH_DEADLINE_S)")), None
+            if time.monotonic() > deadline_at or deadline.expired:
+                return self._too_slow(url, current, "", status=status, received=len(body))
             # read1: whatever has arrived (at most one socket read), so that the deadline is
             # checked however slowly the bytes come; decoded (gzip) in bounded pieces.
             chunk = resp.raw.read1(CHUNK_BYTES, decode_content=True)
             if not chunk:
+                if deadline.expired:  # the end of the bytes was the deadline shutting the socket
+                    return self._too_slow(url, current, "", status=status, received=len(body))
                 break
             body.extend(chunk)
             if len(body) > limit:
@@ -331,12 +362,22 @@ class Fetcher:
         return FetchResult(url, OK, html=text, codec=codec, content_type=content_type, **common), None
 
 
+@dataclass(frozen=True)
+class _Retry:
+    """An attempt that failed in a way worth trying again (unless `retry` is False)."""
+
+    reason: str
+    status: int | None = None
+    wait: float = 0.0  # what Retry-After asked
+    retry: bool = True
+
+
 def retry_after(value: str | None) -> float | None:
     """Seconds a Retry-After header asks to wait (delta-seconds or an HTTP date), or None."""
     value = (value or "").strip()
     if not value:
         return None
-    if value.isdigit():
+    if DIGITS.fullmatch(value):
         return float(value)
     try:
         when = parsedate_to_datetime(value)

@@ -26,6 +26,7 @@ from typing import Callable, TextIO
 from urllib.parse import urlsplit
 
 from guiderag.errors import GuideragError, InputError, InvalidURLError, ScrapeError, WorkbookError
+from guiderag.files import BesideFile, remove_dead_temporaries
 from guiderag.progress import Progress
 from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
 from guiderag.store.lock import scrape_lock
@@ -34,6 +35,12 @@ from guiderag.store.pages import FetchedPage, RunSummary, Store, content_hash
 from . import fetch, postfetch, textlines, urls, workbook
 from .harvest import LinkRecord, apply_robots, classify_links
 from .pdfpage import PdfReader
+
+
+# What a run still recorded as running says once its process is known dead (no scrape
+# lock held): marked so by the next scrape, and so shown by `guiderag guidelines` before.
+DEAD_RUN_MESSAGE = ("the scrape's process ended before it finished (killed, or the machine stopped); "
+                    "the corpus was left as it was")
 
 
 @dataclass
@@ -145,6 +152,10 @@ def scrape_site(settings: Settings, toc_url: str, *, guideline: GuidelineScope |
         notes.append(f"hand edits read from {workbook_in} ({len(edits)} rows)")
 
     with scrape_lock(settings.store), fetch.Fetcher(settings, toc) as fetcher:
+        dead = remove_dead_temporaries(out_path)  # left by a scrape killed before it installed its workbook
+        if dead:
+            notes.append(f"removed {len(dead)} temporary URL workbook(s) of scrapes that did not finish: "
+                         f"{', '.join(dead)}")
         plan = plan_site(fetcher, toc, toc_url, edits, public_site)
         notes.extend(plan.notes)
         links, targets, rebase = plan.links, plan.targets, plan.rebase
@@ -159,20 +170,17 @@ def scrape_site(settings: Settings, toc_url: str, *, guideline: GuidelineScope |
                 f"changed. Review the links in {out_path}, set include=TRUE for the guide's pages "
                 f"and scrape again with --urls-xlsx {out_path}"
             )
-        if 0 < settings.max_pages < len(targets):
+        if over_page_cap(settings, plan):
             workbook.write(out_path, links, {}, public=rebase.public)
             raise InvalidURLError(
-                f"the table-of-contents page {toc_url} lists {len(targets)} guide pages, more than the "
-                f"{settings.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES); nothing was fetched and the "
-                f"store was not changed. Review the links in {out_path} (set include=FALSE for what is not "
-                f"the guide, then scrape with --urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
+                f"{over_page_cap(settings, plan)}; nothing was fetched and the store was not changed. Review the "
+                f"links in {out_path} (set include=FALSE for what is not the guide, then scrape with "
+                f"--urls-xlsx {out_path}), or raise GUIDERAG_MAX_PAGES"
             )
         store = Store(settings.store)
         try:
             store.check_integrity()  # before fetching a whole site into a store that cannot take it
-            aborted = store.abort_unfinished_runs(
-                "the scrape's process ended before it finished (killed, or the machine stopped); "
-                "the corpus was left as it was")
+            aborted = store.abort_unfinished_runs(DEAD_RUN_MESSAGE)
             if aborted:
                 notes.append(f"marked {len(aborted)} unfinished earlier run(s) aborted "
                              f"(run {', '.join(map(str, aborted))}): their process had died")
@@ -217,6 +225,15 @@ def plan_site(fetcher: fetch.Fetcher, toc: str, toc_url: str, edits: dict[str, w
     targets = [r for r in links if r.include and r.category != urls.DUPLICATE]
     toc_title = textlines.extract(toc_page.html)[0]
     return SitePlan(toc=toc, toc_title=toc_title, links=links, targets=targets, rebase=rebase, notes=notes)
+
+
+def over_page_cap(settings: Settings, plan: SitePlan) -> str:
+    """Why the plan lists more guide pages than one scrape (or check) may fetch
+    (settings.max_pages, 0: no limit), or "" when it does not."""
+    if 0 < settings.max_pages < len(plan.targets):
+        return (f"the table-of-contents page {plan.toc} lists {len(plan.targets)} guide pages, more than the "
+                f"{settings.max_pages} one scrape may fetch (GUIDERAG_MAX_PAGES)")
+    return ""
 
 
 def _refuse_other_guidelines_pages(store: Store, gid: str, plan: SitePlan) -> None:
@@ -311,7 +328,7 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePla
          notes: list[str], err: TextIO, gid: str, title: str | None) -> ScrapeReport:
     rebase = plan.rebase
     run_id = store.begin_run(rebase.public(plan.toc), guideline=gid)
-    tmp: Path | None = None
+    tmp: BesideFile | None = None
     try:
         done = fetch_round(settings, store, fetcher, plan, err)
         try:
@@ -324,7 +341,7 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePla
                                    gone=done.gone, title=title)
     except BaseException as exc:
         if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.discard()
         if isinstance(exc, KeyboardInterrupt):
             _mark_failed(store, run_id, f"interrupted ({exc or 'Ctrl-C'}); the previous corpus was kept",
                          "aborted")
@@ -332,10 +349,11 @@ def _run(settings: Settings, store: Store, fetcher: fetch.Fetcher, plan: SitePla
             _mark_failed(store, run_id, str(exc) if isinstance(exc, GuideragError)
                          else f"{exc.__class__.__name__}: {exc}", "failed")
         raise
+    assert tmp is not None  # prepared before the commit
     try:
-        workbook.install(tmp, out_path)  # the corpus is committed: only the workbook is at stake
+        tmp.install()  # the corpus is committed: only the workbook is at stake
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.discard()
         raise ScrapeError(f"the scrape was stored (run {run_id}), but the URL workbook {out_path} could "
                           f"not be replaced ({exc}); scrape again to rewrite it") from exc
     notes.append(f"URL workbook written to {out_path}")

@@ -35,16 +35,16 @@ WWW_PREFIX = re.compile(r"^www\d?\.", re.IGNORECASE)
 # Query parameters that only track where a visitor came from: never part of a page's identity.
 TRACKING_PARAM = re.compile(
     r"^(?:utm_[a-z_]+|fbclid|gclid|dclid|gbraid|wbraid|msclkid|yclid|mc_cid|mc_eid|_ga|_gl"
-    r"|igshid|ref_src|spm|srsltid|oly_anon_id|oly_enc_id|vero_id|_hsenc|_hsmi|mkt_tok)$",
+    r"|igshid|ref_src|spm|srsltid|oly_anon_id|oly_enc_id|vero_id|_hsenc|_hsmi|mkt_tok)\Z",
     re.IGNORECASE,
 )
 # Directory index documents: `/guide/index.html` is the page `/guide/`.
-DEFAULT_INDEX = re.compile(r"(?:^|/)(?:index|default)\.(?:html?|php|asp|aspx|jsp)$", re.IGNORECASE)
+DEFAULT_INDEX = re.compile(r"(?:^|/)(?:index|default)\.(?:html?|php|asp|aspx|jsp)\Z", re.IGNORECASE)
 # A last path segment that names an HTML page (or no extension at all).
-HTML_EXTENSION = re.compile(r"\.(?:html?|xhtml|shtml|php\d?|aspx?|jspx?|cfm|cgi|pl)$", re.IGNORECASE)
-HAS_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+HTML_EXTENSION = re.compile(r"\.(?:html?|xhtml|shtml|php\d?|aspx?|jspx?|cfm|cgi|pl)\Z", re.IGNORECASE)
+HAS_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}\Z")
 # A document the scraper reads besides HTML pages: a PDF (scraper.pdf).
-PDF_EXTENSION = re.compile(r"\.pdf$", re.IGNORECASE)
+PDF_EXTENSION = re.compile(r"\.pdf\Z", re.IGNORECASE)
 # Site pages that are not part of the guideline: about, privacy, contact, sitemap, search,
 # login... matched against the last path segment (without extension) and the query.
 SITE_PAGE_SEGMENT = re.compile(
@@ -53,10 +53,10 @@ SITE_PAGE_SEGMENT = re.compile(
     r"|contact(?:[-_]?us)?|inquiry|enquiry|otoiawase|toiawase|feedback|sitemap|site[-_]?map"
     r"|search|login|log[-_]?in|logout|log[-_]?out|signin|sign[-_]?in|signup|sign[-_]?up|register"
     r"|account|mypage|cart|accessibility|kiyaku|riyou[-_]?kiyaku|menseki|kojin[-_]?joho"
-    r"|links?|news|rss|feed|atom|print|share|tag|tags|category|categories|author|archives?)$",
+    r"|links?|news|rss|feed|atom|print|share|tag|tags|category|categories|author|archives?)\Z",
     re.IGNORECASE,
 )
-SITE_PAGE_QUERY = re.compile(r"(?:^|&)(?:s|q|query|search|keyword|login|action=(?:login|logout|search|print))(?:=|&|$)", re.IGNORECASE)
+SITE_PAGE_QUERY = re.compile(r"(?:^|&)(?:s|q|query|search|keyword|login|action=(?:login|logout|search|print))(?:=|&|\Z)", re.IGNORECASE)
 # The same, said in the link text (for sites whose URLs are opaque ids). Only phrases that
 # name site chrome and nothing else: a guide page may well be titled 検索 or 著作権.
 SITE_PAGE_TEXT = re.compile(
@@ -64,7 +64,7 @@ SITE_PAGE_TEXT = re.compile(
     r"|プライバシーポリシー|個人情報(?:保護方針|の取り扱い|の取扱い)|サイトポリシー|利用規約|免責事項"
     r"|お問い?合わせ|お問い合わせ先|サイトマップ|ログイン|ログアウト|新規登録|リンク集|ページの先頭へ|トップページへ?"
     r"|about us|about this site|privacy policy|contact us|site ?map|log ?in|log ?out|sign ?in"
-    r"|sign ?up|terms of use|terms of service|back to top)$",
+    r"|sign ?up|terms of use|terms of service|back to top)\Z",
     re.IGNORECASE,
 )
 

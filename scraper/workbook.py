@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from guiderag.errors import WorkbookError
-from guiderag.files import save_workbook_beside
+from guiderag.files import BesideFile, save_workbook_beside
 
 from . import urls
 from .harvest import LinkRecord
@@ -195,8 +195,8 @@ def _edited(rec: LinkRecord, edit: Edit) -> LinkRecord:
 
 
 def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], *,
-            public: Callable[[str], str] = lambda u: u) -> Path:
-    """Write the workbook to a temporary file beside `path`; `install` moves it in place."""
+            public: Callable[[str], str] = lambda u: u) -> BesideFile:
+    """Write the workbook to a (locked) temporary file beside `path`; `install` moves it in place."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -234,11 +234,11 @@ def prepare(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchI
     return save_workbook_beside(book, path)
 
 
-def install(tmp: Path, path: Path) -> None:
-    """Atomically replace `path` with the prepared workbook."""
-    os.replace(tmp, path)
-
-
 def write(path: Path, records: Iterable[LinkRecord], info: Mapping[str, FetchInfo], **kw: Any) -> None:
     """Write the workbook atomically (temp file + os.replace)."""
-    install(prepare(path, records, info, **kw), Path(path))
+    tmp = prepare(path, records, info, **kw)
+    try:
+        tmp.install()
+    except BaseException:
+        tmp.discard()
+        raise

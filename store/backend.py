@@ -225,6 +225,11 @@ class Backend(Protocol):
         for it, or raise LockHeld at once. Released when its process ends, however it ends."""
         ...
 
+    def held(self, purpose: str) -> bool:
+        """Whether a live process holds the lock named `purpose` now, without taking it or
+        writing anything."""
+        ...
+
 
 def marks(conn: Connection, count: int) -> str:
     """`count` placeholders, comma-separated: the values of an INSERT or an IN (...)."""

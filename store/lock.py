@@ -23,7 +23,7 @@ from .backend import LockHeld
 from .connection import backend_for
 from .filelock import file_lock, lock_path
 
-__all__ = ["bootstrap_lock", "file_lock", "lock_path", "scrape_lock"]
+__all__ = ["bootstrap_lock", "file_lock", "lock_path", "scrape_lock", "scrape_running"]
 
 
 @contextlib.contextmanager
@@ -39,6 +39,12 @@ def scrape_lock(db: Path | str) -> Iterator[None]:
             f"another scrape is writing to {backend.location} ({held.holder}); nothing was changed. Wait for "
             "it to finish, then scrape again"
         ) from None
+
+
+def scrape_running(db: Path | str) -> bool:
+    """Whether a live process holds the store's scrape lock now (without taking it or
+    writing anything): a run recorded as running while this is False has lost its process."""
+    return backend_for(db).held("scrape")
 
 
 @contextlib.contextmanager

@@ -245,6 +245,20 @@ class PgBackend:
         finally:
             conn.close()
 
+    def held(self, purpose: str) -> bool:
+        """Whether a session holds the advisory lock of `purpose` (pg_locks: a bigint key is
+        classid = its high 32 bits, objid = its low 32 bits, objsubid = 1)."""
+        key = LOCK_KEYS[purpose]
+        conn = PgConnection(self, self._direct(), None)
+        try:
+            row = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                "AND classid = %s AND objid = %s AND objsubid = 1)",
+                ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
+            return bool(row[0])
+        finally:
+            conn.close()
+
     @staticmethod
     def _holder(conn: "PgConnection", key: int) -> str:
         """Who holds the advisory lock `key` (pid, client, since when), for the message."""

@@ -14,6 +14,7 @@ releases them when their process ends.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sqlite3
 from datetime import datetime, timezone
@@ -299,6 +300,21 @@ class SqliteBackend:
 
     def exists(self) -> bool:
         return self.path.exists() and not is_empty_file(self.path)
+
+    def held(self, purpose: str) -> bool:
+        """A shared flock tried on <db>.<purpose>.lock (and let go at once): refused while
+        a live process holds the lock."""
+        try:
+            fd = os.open(lock_path(self.path, purpose), os.O_RDONLY)
+        except FileNotFoundError:
+            return False  # never taken here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # lets go of the shared lock, if it was taken
+        return False
 
     @contextlib.contextmanager
     def lock(self, purpose: str, *, wait: bool) -> Iterator[None]:

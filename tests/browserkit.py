@@ -5,8 +5,11 @@ Used by tests/test_browser.py, tests/test_replicas.py and tests/bench_chat_concu
 """
 from __future__ import annotations
 
+import contextlib
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -94,6 +97,19 @@ def chromium(profile: Path | str) -> Any:
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
+@contextlib.contextmanager
+def browser_session(prefix: str = "guiderag-chromium-") -> Iterator[Any]:
+    """Chromium (need_browser checked) with a fresh profile of its own, quit and removed after."""
+    need_browser()
+    profile = tempfile.mkdtemp(prefix=prefix)
+    driver = chromium(profile)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 def open_chat(driver, url: str, width: int, height: int) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -142,3 +158,23 @@ def send(driver, question: str, timeout: float = ANSWER_TIMEOUT_S, seen: list[st
 
 def last_message(driver):
     return answers(driver)[-1]
+
+
+@contextlib.contextmanager
+def guiderag_chat(db: Path | str, log: Path, **settings_env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run the real command, `guiderag chat --db DB` (which replaces itself with Streamlit),
+    on a free loopback port; yield its URL and the process."""
+    port = free_port()
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "guiderag", "chat", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)],
+            cwd=Path(__file__).resolve().parents[1], env=clean_env(**settings_env), stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        if not wait_until_serving(proc, lambda: answers_200(url + "_stcore/health"), START_TIMEOUT_S):
+            pytest.fail(f"guiderag chat did not start: {log.read_text(errors='replace')[-2000:]}")
+        yield url, proc
+    finally:
+        stop_process(proc)

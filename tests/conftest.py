@@ -19,6 +19,16 @@ def fast_settings(tmp_path: Path) -> Settings:
                          retries=2, progress=False)
 
 
+@pytest.fixture
+def refused_port():
+    """A loopback port on which every connection is refused, for as long as the test runs:
+    bound by this process and never listening, so no other test (or service) can take it
+    meanwhile, as one could a fixed port such as 9."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)

@@ -200,8 +200,11 @@ def test_empty_input_is_answered_with_a_hint_and_nothing_is_asked(store_copy: Pa
 def test_first_run_builds_the_sample_guideline_into_an_empty_store(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "fresh" / "guiderag.db"
-    clean_env.setenv("GUIDERAG_DB", str(db))
+    """The default store (no GUIDERAG_DB: scripts/chat.sh's first run) gets the sample."""
+    from guiderag.resources import default_db
+
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "fresh"))
+    db = default_db()
     at = start_app()
     [status] = at.status
     assert status.state == "complete"
@@ -239,11 +242,29 @@ def test_only_the_bundled_sample_is_called_the_sample() -> None:
     assert 'href="http://127.0.0.1:8123/guide/index.html"' in render.sidebar_html(local, settings)
 
 
+def test_a_configured_empty_store_is_never_given_the_sample(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    """GUIDERAG_DB names a store of the deployment's own: empty, it says so; it does not show
+    patients the demo guideline instead (nor does a PostgreSQL store: see test_chat_command)."""
+    db = tmp_path / "hospital" / "guiderag.db"
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    clean_env.setenv("GUIDERAG_DB", str(db))
+    at = start_app()
+    assert not at.status
+    assert [i.value for i in at.info] == [TEXT["no_guideline"]]
+    assert not db.exists()
+    db.parent.mkdir()
+    db.touch()  # an empty file is no different
+    at = start_app()
+    assert [i.value for i in at.info] == [TEXT["no_guideline"]] and db.stat().st_size == 0
+
+
 def test_empty_store_is_left_alone_when_the_sample_is_switched_off(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    db = tmp_path / "real" / "guiderag.db"
-    clean_env.setenv("GUIDERAG_DB", str(db))
+    from guiderag.resources import default_db
+
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path / "real"))  # the default store, which would be filled
+    db = default_db()
     clean_env.setenv("GUIDERAG_SAMPLE_ON_EMPTY", "0")
     at = start_app()
     assert not at.status

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterator
@@ -21,7 +19,7 @@ import pytest
 
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL
 from browserkit import (  # tests/ is on sys.path (conftest.py)
-    answers, chromium, last_message, need_browser, open_chat, send, streamlit_app,
+    answers, browser_session, last_message, open_chat, send, streamlit_app,
 )
 from openai_stub import OpenAIStub
 from storekit import copy_store
@@ -74,14 +72,8 @@ def server(prepared_store: Path, model: OpenAIStub, tmp_path_factory: pytest.Tem
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator["object"]:
-    need_browser()
-    profile = tempfile.mkdtemp(prefix="guiderag-chromium-")
-    driver = chromium(profile)
-    try:
+    with browser_session() as driver:
         yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def screenshot(driver, name: str) -> None:

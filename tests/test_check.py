@@ -170,3 +170,31 @@ def _guidelines_json(capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     assert main(["guidelines", "--json"]) == 0
     return capsys.readouterr().out
+
+
+def test_check_applies_the_page_cap_before_fetching_a_page(scraped, capsys, monkeypatch) -> None:
+    """A table of contents of 3,000 guide links, GUIDERAG_MAX_PAGES=100: a scrape refuses it up
+    front, and so does check (it once made a request per link: 20,000 links, 20,002 requests)."""
+    from sitekit import toc_html
+
+    db, site, base = scraped
+    before = _snapshot(db)
+    site.page("/gastric/index.html", toc_html([(f"q{i}.html", f"Q{i}") for i in range(3000)]))
+    monkeypatch.setenv("GUIDERAG_MAX_PAGES", "100")
+    requests_before = site.requests
+    code, out = _check(capsys)
+    [g] = out["guidelines"]
+    assert code == 1 and g["status"] == "failed"
+    assert "lists 3000 guide pages, more than the 100" in g["error"] and "GUIDERAG_MAX_PAGES" in g["error"]
+    assert site.requests - requests_before <= 3  # robots.txt and the table of contents
+    assert _snapshot(db) == before
+
+
+def test_check_applies_the_byte_limit_of_a_scrape(scraped, capsys, monkeypatch) -> None:
+    db, site, base = scraped
+    site.page("/gastric/q1.html", html_page("Q1", "<main><h1>Q1</h1><p>" + "長い本文。" * 20_000 + "</p></main>"))
+    monkeypatch.setenv("GUIDERAG_MAX_PAGE_BYTES", "100000")
+    code, out = _check(capsys)
+    [g] = out["guidelines"]
+    assert code == 3 and [u["url"] for u in g["unreachable"]] == [base + "/gastric/q1.html"]
+    assert "larger than the size limit" in g["unreachable"][0]["reason"]

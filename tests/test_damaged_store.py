@@ -123,13 +123,18 @@ def test_an_empty_file_is_no_store_and_stays_empty(fast_env: Path, capsys, argv:
     assert not fast_env.with_name(fast_env.name + "-wal").exists()
 
 
-def test_an_empty_file_is_filled_by_a_scrape_and_by_the_apps_first_run(fast_env: Path, capsys) -> None:
+def test_an_empty_file_is_filled_by_a_scrape_and_by_the_apps_first_run(fast_env: Path, capsys, monkeypatch) -> None:
+    from guiderag.resources import default_db
     from guiderag.ui.bootstrap import needs_bootstrap, store_status
 
-    fast_env.touch()
-    settings = Settings.load(env={}, db=fast_env)
+    monkeypatch.setenv("XDG_DATA_HOME", str(fast_env.parent / "xdg"))  # the app fills only the default store
+    db = default_db()
+    db.parent.mkdir(parents=True)
+    db.touch()
+    monkeypatch.setenv("GUIDERAG_DB", str(db))
+    settings = Settings.load(env={}, db=db)
     assert needs_bootstrap(settings) and store_status(settings).empty
-    assert fast_env.stat().st_size == 0  # looking changed nothing
+    assert db.stat().st_size == 0  # looking changed nothing
     assert main(["scrape", "--sample", "--no-index"]) == 0
     assert not store_status(settings).empty
 

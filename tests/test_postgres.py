@@ -117,8 +117,8 @@ def test_two_scrapes_of_one_store_cannot_interleave(pg_database: str, tmp_path: 
         assert cli(["scrape", toc, "--db", pg_database, "--no-index"], tmp_path).returncode == 0
 
 
-def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path) -> None:
-    url = "postgresql://nurse:S3cretPw@127.0.0.1:9/guiderag"
+def test_an_unreachable_store_is_one_line_without_the_password(tmp_path: Path, refused_port: int) -> None:
+    url = f"postgresql://nurse:S3cretPw@127.0.0.1:{refused_port}/guiderag"
     for args in (["ask", THYMIC], ["pages"], ["guidelines"], ["index"]):
         done = cli([*args, "--db", url], tmp_path, timeout=60)
         assert done.returncode == 1, (args, done.stderr)

@@ -50,16 +50,17 @@ def test_redact_takes_the_userinfo_out_of_every_url() -> None:
     assert redact("no URL here") == "no URL here"
 
 
-def test_an_unreachable_model_url_with_a_password(store: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", f"http://user:{SECRET}@127.0.0.1:9/v1")
+def test_an_unreachable_model_url_with_a_password(store: Path, tmp_path: Path, capsys, monkeypatch,
+                                                 refused_port: int) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://user:{SECRET}@127.0.0.1:{refused_port}/v1")
     monkeypatch.setenv("GUIDERAG_MODEL", "m")
     monkeypatch.setenv("GUIDERAG_MODEL_RETRIES", "0")
     assert main(["ask", QUESTION, "--mode", "generate"]) == 1
     err = capsys.readouterr().err
-    assert "cannot reach model 'm' at http://***@127.0.0.1:9/v1" in err
+    assert f"cannot reach model 'm' at http://***@127.0.0.1:{refused_port}/v1" in err
     assert SECRET not in err and "user:" not in err
     written = _everything_written(store, tmp_path, capsys)
-    assert "http://***@127.0.0.1:9/v1" in written  # the error row is there ...
+    assert f"http://***@127.0.0.1:{refused_port}/v1" in written  # the error row is there ...
     assert SECRET not in written  # ... without the password
 
 
@@ -95,3 +96,89 @@ def test_a_toc_url_with_a_password(fast_env: Path, tmp_path: Path, capsys) -> No
     assert SECRET not in _everything_written(fast_env, tmp_path, capsys)
     with zipfile.ZipFile(fast_env.with_name("cli.urls.xlsx")) as book:
         assert all(SECRET not in book.read(n).decode("utf-8") for n in book.namelist())
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("postgresql://guiderag@db:5432/g?password=S3cr3tPa55&sslmode=require",
+     "postgresql://***@db:5432/g?password=***&sslmode=require"),
+    ("postgresql://db/g?PassWord=S3cr3tPa55", "postgresql://db/g?PassWord=***"),
+    ("postgresql://db/g?pass%77ord=S3cr3tPa55", "postgresql://db/g?pass%77ord=***"),  # libpq decodes the name
+    ("postgresql://db/g?sslpassword=S3cr3tPa55;x&application_name=a", "postgresql://db/g?sslpassword=***&application_name=a"),
+    ("postgresql://db/g?passfile=/srv/pgpass", "postgresql://db/g?passfile=/srv/pgpass"),  # a file's name, kept
+    ("postgresql://u:S3cr/3tPa55@db/g", "postgresql://***@db/g"),  # an unencoded / in the password
+    ("postgresql://u:12/3456@db/g", "postgresql://***@db/g"),
+    ("http://h/v1?key=S3cr3tPa55", "http://h/v1?key=***"),
+    ("http://h/v1?api-key=S3cr3tPa55&x=1", "http://h/v1?api-key=***&x=1"),
+    ("http://h/v1?API_KEY=S3cr3tPa55", "http://h/v1?API_KEY=***"),
+    ("http://h/v1?apikey=S3cr3tPa55", "http://h/v1?apikey=***"),
+    ("http://h/v1?a=1;token=S3cr3tPa55", "http://h/v1?a=1;token=***"),
+    ("http://h/v1?Access_Token=S3cr3tPa55", "http://h/v1?Access_Token=***"),
+    ("https://h/cb#access_token=S3cr3tPa55&state=2", "https://h/cb#access_token=***&state=2"),
+    ("http://h/x?subscription-key=S3cr3tPa55", "http://h/x?subscription-key=***"),
+    ("host=db password=S3cr3tPa55 dbname=g", "host=db password=*** dbname=g"),
+    ("host=db password='S3cr 3tPa55' dbname=g", "host=db password=*** dbname=g"),
+    ("OPENAI key sk-proj-S3cr3tPa55S3cr3tPa55 refused", "OPENAI key sk-*** refused"),
+    ("http://h/guide/q1.html?key_points=1&page=2", "http://h/guide/q1.html?key_points=1&page=2"),
+    ("http://[::1]:8080/a@b", "http://[::1]:8080/a@b"),
+])
+def test_redact_masks_every_url_form(text: str, shown: str) -> None:
+    assert redact(text) == shown
+    assert redact(f"error: cannot reach {text}: refused") == f"error: cannot reach {shown}: refused"
+    assert redact(shown) == shown  # idempotent
+
+
+@pytest.mark.parametrize("form", ["?key={s}", "?api-key={s}", "?api_key={s}", "?token={s}", "?access_token={s}",
+                                  "?Key={s}&model=x"])
+def test_a_model_url_with_a_key_in_its_query(form: str, store: Path, tmp_path: Path, capsys, monkeypatch,
+                                             refused_port: int) -> None:
+    base = f"http://127.0.0.1:{refused_port}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", base + form.format(s=SECRET))
+    monkeypatch.setenv("GUIDERAG_MODEL", "m")
+    monkeypatch.setenv("GUIDERAG_MODEL_RETRIES", "0")
+    assert main(["ask", QUESTION, "--mode", "generate"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot reach model 'm' at {base}?" in err and "=***" in err
+    assert SECRET not in err
+    written = _everything_written(store, tmp_path, capsys)
+    assert f"{base}?" in written and SECRET not in written  # the audit row's error, masked
+
+
+@pytest.mark.parametrize("url,why", [
+    ("postgresql://guiderag:Ab3/Xy9@127.0.0.1:5432/g", "unencoded '/'"),
+    ("postgresql://guiderag:Ab3?Xy9@127.0.0.1:5432/g", "unencoded '/'"),
+    ("postgresql://guiderag:Ab3Xy9@127.0.0.1:54x2/g", "a port is not a number"),
+    ("postgresql://guiderag:Ab3Xy9@127.0.0.1:99999/g", "a port is not a number"),
+    ("postgresql://guiderag:Ab3%zzXy9@127.0.0.1:5432/g", "'%'"),
+    ("postgresql://guiderag:Ab3Xy9@[::1/g", "malformed"),
+])
+@pytest.mark.parametrize("command", [["pages", "--db"], ["scrape", "--sample", "--db"], ["serve", "--port", "0", "--db"],
+                                     ["chat", "--port", "0", "--db"], ["loadbench", "--pg"]])
+def test_a_postgresql_url_libpq_would_misread_is_exit_2_quoting_none_of_it(url: str, why: str, command: list[str],
+                                                                           fast_env: Path, capsys) -> None:
+    code = main([*command, url])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("guiderag: error: the PostgreSQL URL") and why in err
+    assert "Ab3" not in err and "Xy9" not in err and "guiderag:" not in err.split("error:", 1)[1]
+    assert list(fast_env.parent.iterdir()) == []  # nothing created
+
+
+def test_the_environment_url_is_checked_the_same_way(fast_env: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("GUIDERAG_DB", "postgresql://guiderag:Ab3/Xy9@127.0.0.1:5432/g")
+    assert main(["guidelines"]) == 2
+    err = capsys.readouterr().err
+    assert "unencoded '/'" in err and "Ab3" not in err and "Xy9" not in err
+
+
+def test_a_traceback_of_our_own_bug_is_redacted_too(fast_env: Path, capsys, monkeypatch) -> None:
+    """Whatever reaches the CLI's stderr goes through redact, an unexpected exception included."""
+    import guiderag.commands
+
+    def broken(args, settings):
+        raise RuntimeError(f"boom at postgresql://u:{SECRET}@db/g?password={SECRET}")
+
+    monkeypatch.setattr(guiderag.commands, "run_guidelines", broken)
+    assert main(["guidelines"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: boom at postgresql://***@db/g?password=***" in err
+    assert SECRET not in err

@@ -157,6 +157,7 @@ BAD = {
     "model_queue_timeout_s": -1.0, "keywords_queue_timeout_s": -1.0, "answer_max_tokens": 0,
     "lines_max_tokens": 0, "summary_max_factor": 1.0, "api_max_body_bytes": 100, "api_max_question_chars": 0,
     "display_timezone": "Mars/Olympus", "api_cors_origins": "portal.example.org", "devbench_sample": -1, "eval_workers": -1,
+    "api_ready_timeout_s": 0.0, "api_request_timeout_s": -1.0,
     "reference_floor": 1.5, "coverage_decision": "oracle", "coverage_operating_point": 2.0,
 }
 

@@ -1,11 +1,15 @@
 """First run: fill an empty page store with the bundled sample guideline and index it.
 
-The chat app (and any command that wants the same) calls `ensure_corpus(settings)`. When
-the store at `settings.db` holds no page at all, it serves the bundled sample site from a
-loopback server it starts and stops itself, scrapes it into the store and builds the
-retrieval index, reporting each stage to an optional progress callback. A store that
-already holds pages is left alone, so a real guideline scraped with `guiderag scrape`
-is never mixed with the sample.
+The chat app asks `needs_bootstrap(settings)` and then calls `ensure_corpus(settings)`.
+Only the *default* store is ever filled (an SQLite file at the default location, that is
+`scripts/chat.sh` or `guiderag chat` without --db / GUIDERAG_DB) and only while it has never
+held a page: a store someone configured (a file named with --db, a PostgreSQL database) is
+never given demo content instead of their guideline; an empty one shows the chat's "no
+guideline yet" notice (`guiderag scrape --sample --db ...` puts the sample there on
+purpose). `ensure_corpus` serves the bundled sample site from a loopback server it starts
+and stops itself, scrapes it into the store and builds the retrieval index, reporting
+each stage to an optional progress callback. A store that already holds pages is left
+alone, so a real guideline scraped with `guiderag scrape` is never mixed with the sample.
 
 One bootstrap at a time per store: a lock file beside the db serialises processes (two
 browser tabs opening the app at once, or the app and the CLI).
@@ -14,10 +18,11 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from guiderag.errors import ScrapeError
-from guiderag.resources import SAMPLE_SITE_URL
+from guiderag.resources import SAMPLE_SITE_URL, default_db
 from guiderag.settings import Settings
 from guiderag.store import Store
 from guiderag.store.lock import bootstrap_lock
@@ -135,24 +140,35 @@ def _never_had_pages(settings: Settings) -> bool:
         return store.conn.execute("SELECT COUNT(*) FROM pages").fetchone()[0] == 0
 
 
+def is_default_store(settings: Settings) -> bool:
+    """True for the SQLite store at the default location (resources.default_db): no --db or
+    GUIDERAG_DB named another one, and it is no PostgreSQL database."""
+    if settings.store_url:
+        return False
+    return Path(settings.db).expanduser().absolute() == default_db().expanduser().absolute()
+
+
 def needs_bootstrap(settings: Settings) -> bool:
-    """True when the store has never held a page (a store whose pages were all removed
-    by a later scrape is a real, if empty, guideline and is not refilled)."""
-    return settings.sample_on_empty and _never_had_pages(settings)
+    """True when the default store (is_default_store) has never held a page and the sample
+    is not switched off (a store whose pages were all removed by a later scrape is a real,
+    if empty, guideline and is not refilled; a configured store is never filled)."""
+    return settings.sample_on_empty and is_default_store(settings) and _never_had_pages(settings)
 
 
 def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) -> BootstrapResult:
-    """Scrape the bundled sample into an empty store and build its index; else do nothing.
+    """Scrape the bundled sample into a store that never held a page and build its index;
+    else do nothing. Whether a store should get the sample is the caller's decision
+    (needs_bootstrap: the chat fills only the default store).
 
     Raises ScrapeError when the sample could not be scraped (the store stays empty, so the
     next start tries again) and whatever `retrieval.build_index` raises.
     """
     report = progress or (lambda fraction, message: None)
-    if not needs_bootstrap(settings):
+    if not _never_had_pages(settings):
         return BootstrapResult(built=False, pages=store_status(settings).pages)
     with bootstrap_lock(settings.store):
         # Another thread or process may have finished the build while we waited.
-        if not needs_bootstrap(settings):
+        if not _never_had_pages(settings):
             return BootstrapResult(built=False, pages=store_status(settings).pages)
         # Imported here: the scraper and retrieval stages are heavy (MeCab, scikit-learn)
         # and the check above is all most starts need.
@@ -191,6 +207,7 @@ __all__ = [
     "ProgressCallback",
     "StoreStatus",
     "ensure_corpus",
+    "is_default_store",
     "needs_bootstrap",
     "store_status",
 ]

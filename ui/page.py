@@ -16,6 +16,7 @@ import threading
 import streamlit as st
 
 from guiderag.errors import GuideragError, InputError
+from guiderag.redact import redact_logging
 from guiderag.settings import AUTO_GUIDELINE, EXTRACT, MODEL_MODES, Settings
 from guiderag.store.connection import configure as configure_store
 
@@ -151,6 +152,7 @@ def sidebar(settings: Settings, status: StoreStatus) -> tuple[str, str]:
 
 
 def main() -> None:
+    redact_logging()  # what this process logs on stderr (an answer's failure) names no credential
     st.set_page_config(page_title=TEXT["page_title"], page_icon="📘", layout="centered")
     st.markdown(CSS, unsafe_allow_html=True)
     try:
