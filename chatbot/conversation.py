@@ -22,7 +22,12 @@ How a question is read (`Reader.read`, offline, from the guideline's own statist
    when that reading is covered (the evidence gate, and rule 5) and finds another page
    than the question alone does; else on its own, exactly as a standalone question: a
    topic switch is never dragged back, and no context is claimed where carrying changed
-   nothing (the conversation's topic then goes on);
+   nothing (the conversation's topic then goes on). A question whose own topic names a
+   term of the conversation's topic again (「検査の費用っていくらくらいですか？」 after
+   「気管支鏡の検査ってどんなことをするんですか？」: the test is that one) continues it: it
+   is read with the rest of the topic even when that reading is not covered, and then
+   refused (the guideline's page on costs, which its own words find alone, does not
+   speak of that test); only where its own words find the same page alone is it read so;
 5. safety: a question read with carried terms is answered only when the evidence gate
    covers it as completed AND the page that answers it speaks to both halves of it: to its
    own words (the question's own query slots find some of their mass in that page's title
@@ -310,10 +315,11 @@ class Reader:
         if not carried:
             reading.how = STANDALONE
             return reading
+        continues = len(carried) < len(source)  # it names a term of the topic again (rule 4)
         if back or not own:
             return reading  # it leans on the earlier questions: read with them (rule 3)
         completed = self.prefer(self.retriever.search(text, None, context=reading.terms), reading)
-        if not self.covered(reading, completed):
+        if not continues and not self.covered(reading, completed):
             return Reading(question, text, before, STANDALONE)  # rule 4: a topic of its own
         alone = self.retriever.search(text, None)
         if self.gate.judge(text, alone, store=self.store).covered and _top(alone) == _top(completed):

@@ -285,3 +285,19 @@ def test_the_page_that_answered_the_question_before_is_a_prior(capsys, db: Path)
     answered = ask(capsys, db, question, earlier)
     assert answered["coverage"] == "governed" and page(answered) == "guide/ch2/q05.html"
     assert answered["context"]["phrase"] == "腫瘍マーカー"
+
+
+def test_a_question_naming_the_topic_again_continues_it(capsys, db: Path) -> None:
+    """「検査の費用っていくらくらいですか？」 after the bronchoscopy question names 検査 of that
+    topic again: it asks what that test costs, is read with the rest of the topic (気管支鏡)
+    and refused (the page on costs does not speak of the test), read as a follow-up; alone
+    it is answered from the page on costs, as it always was."""
+    question = "検査の費用っていくらくらいですか？"
+    with Library(Settings.load(db=db)) as library:
+        reading = library.reader(library.ids[0]).read(question, (BRONCHOSCOPY,))
+    assert reading.how == FOLLOW_UP and not reading.points_back and reading.terms == ["気管支鏡"]
+    refused = ask(capsys, db, question, BRONCHOSCOPY)
+    assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
+    assert refused["context"]["carried_terms"] == ["気管支鏡"] and refused["context"]["from_turns"] == [1]
+    alone = ask(capsys, db, question)
+    assert alone["coverage"] == "governed" and alone["context"] is None
