@@ -207,10 +207,12 @@ class Chatbot:
             keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,
                                      self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
         # a question alone is searched as it always was; a follow-up with its carried terms
-        result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
-        result = self.reader.prefer(result, reading)  # a follow-up: the page answered before first
+        found = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
+        # a follow-up: the page that answered the question before first among the pages found;
+        # whether it is covered is judged on what was found (the prior never raises a score there)
+        result = self.reader.prefer(found, reading)
         record.searched(result)
-        verdict = self._judge(question, result, record)
+        verdict = self._judge(question, found, record)
         retrieval = verdict.retrieval_json(result)
         reason = verdict.reason if not verdict.covered else self._own_words_missing(reading, result)
         if reason:

@@ -42,7 +42,7 @@ How a question is read (`Reader.read`, offline, from the guideline's own statist
 6. the page that answered the question before (as it was read, when the gate covered it) is
    the conversation's prior: read with carried terms, a follow-up's pages keep their order
    except that page, whose passages weigh PRIOR_BOOST more (it may move up among the pages
-   found, never clear the threshold or the gate: 「手術でとることはできないんですか？」 after
+   found; the threshold and the gate judge what was found without it: 「手術でとることはできないんですか？」 after
    a question on recurrence stays on the recurrence page, which the completed question
    finds second).
 
@@ -296,10 +296,11 @@ class Reader:
     def _answered_page(self, reading: Reading) -> str | None:
         """The page an earlier question was answered from, as it was read (rule 6), or
         None when it was refused."""
-        result = self.prefer(self.retriever.search(reading.text, None, context=reading.terms), reading)
+        found = self.retriever.search(reading.text, None, context=reading.terms)
+        result = self.prefer(found, reading)
         if reading.carried:
-            return _top(result) if self.covered(reading, result) else None
-        return _top(result) if self.gate.judge(reading.text, result, store=self.store).covered else None
+            return _top(result) if self.covered(reading, found, result) else None
+        return _top(result) if self.gate.judge(reading.text, found, store=self.store).covered else None
 
     def _step(self, question: str, turn: int, topic: list[Carried], last: list[Carried],
               before: tuple[str, ...], prior: str | None = None) -> Reading:
@@ -318,8 +319,9 @@ class Reader:
         continues = len(carried) < len(source)  # it names a term of the topic again (rule 4)
         if back or not own:
             return reading  # it leans on the earlier questions: read with them (rule 3)
-        completed = self.prefer(self.retriever.search(text, None, context=reading.terms), reading)
-        if not continues and not self.covered(reading, completed):
+        found = self.retriever.search(text, None, context=reading.terms)
+        completed = self.prefer(found, reading)
+        if not continues and not self.covered(reading, found, completed):
             return Reading(question, text, before, STANDALONE)  # rule 4: a topic of its own
         alone = self.retriever.search(text, None)
         if self.gate.judge(text, alone, store=self.store).covered and _top(alone) == _top(completed):
@@ -328,12 +330,13 @@ class Reader:
             return Reading(question, text, before, STANDALONE, same_topic=True)
         return reading  # rule 4: the completed reading is covered, and it is another page
 
-    def covered(self, reading: Reading, result: RetrievalResult) -> bool:
-        """Whether a reading with carried terms is answered from `result` (rule 5): the
-        gate covers it, and the page that answers speaks to its own words and its topic."""
-        if not self.gate.judge(reading.text, result, store=self.store).covered:
+    def covered(self, reading: Reading, found: RetrievalResult, answering: RetrievalResult | None = None) -> bool:
+        """Whether a reading with carried terms is answered (rule 5): the gate covers what
+        was `found`, and the page that answers (`answering`: `found` with the prior, rule 6;
+        `found` when not given) speaks to its own words and its topic."""
+        if not self.gate.judge(reading.text, found, store=self.store).covered:
             return False
-        return self.speaks_to(reading, result)
+        return self.speaks_to(reading, answering if answering is not None else found)
 
     def speaks_to(self, reading: Reading, result: RetrievalResult) -> bool:
         """Rule 5's page check: the page of the first passage holds some of the mass of the
@@ -362,7 +365,8 @@ class Reader:
     def prefer(self, result: RetrievalResult, reading: Reading) -> RetrievalResult:
         """`result` with the prior page's passages and candidacy weighing PRIOR_BOOST more,
         best first again (rule 6), for a reading with carried terms; otherwise `result`. Only
-        pages already found move; whether anything cleared the threshold is unchanged."""
+        pages already found move; whether anything cleared the threshold is unchanged, and
+        the gate judges `result` as found (covered() and the chatbot)."""
         url = reading.prior
         if not reading.carried or url is None or not any(c.url == url for c in result.candidates):
             return result

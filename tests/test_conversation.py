@@ -282,8 +282,12 @@ def test_the_page_that_answered_the_question_before_is_a_prior(capsys, db: Path)
         assert {p.page.url for p in preferred.passages} == {p.page.url for p in result.passages}
         alone = reader.read(question, ())
         assert reader.prefer(result, alone) is result
+        verdict = library.gate(gid).judge(reading.text, result)  # judged as found, without the prior
+        assert verdict.coverage is not None and verdict.coverage.probability != pytest.approx(
+            library.gate(gid).judge(reading.text, preferred).coverage.probability)
     answered = ask(capsys, db, question, earlier)
     assert answered["coverage"] == "governed" and page(answered) == "guide/ch2/q05.html"
+    assert answered["coverage_probability"] == round(verdict.coverage.probability, 4)
     assert answered["context"]["phrase"] == "腫瘍マーカー"
 
 
