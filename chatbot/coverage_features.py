@@ -64,6 +64,8 @@ FEATURES: tuple[tuple[str, str], ...] = (
     ("unknown_specific", "specific words the guideline never uses"),
     ("unknown_common", "everyday words the guideline never uses"),
     ("unknown_partial", "compounds the guideline never uses, of words it does use"),
+    ("unknown_paraphrase", "compounds the guideline never uses whose every word the best page says (胃切除 where it says 胃を切除)"),
+    ("passing_named", "a disease or organ the guideline names only in passing (on a few pages, in no title)"),
     ("unknown_when", "adverb-like nouns the guideline never uses (先月, 来週)"),
     ("unknown_mass", "the share of the question's mass in words the guideline never uses"),
     ("log_score", "the best passage's score (log)"),
@@ -76,6 +78,7 @@ FEATURES: tuple[tuple[str, str], ...] = (
     ("rare_disease", "a disease the guideline names only in passing"),
     ("asks_figure", "the question asks for a time, duration, frequency or amount"),
     ("figure_missing", "the best page gives no figure of the kind asked for"),
+    ("unit_missing", "the question asks a figure in a unit (何時間) no figure of the best page is in"),
     ("figure_missing_reference", "no reference page gives a figure of the kind asked for"),
     ("odds_missing", "odds are asked (a survival rate, a percentage) and the best page gives none"),
     ("asks_recommendation", "a named hospital, doctor or product is asked for"),
@@ -99,6 +102,9 @@ class Measured:
     unknown_specific: list[str] = field(default_factory=list)
     unknown_common: list[str] = field(default_factory=list)
     unknown_partial: list[str] = field(default_factory=list)  # unknown compounds of known words
+    unknown_paraphrase: list[str] = field(default_factory=list)  # ... every one of them on the best page
+    passing_named: list[str] = field(default_factory=list)  # diseases, organs named only in passing
+    missing_units: list[str] = field(default_factory=list)  # units asked (何時間) the best page gives no figure in
     unknown_when: list[str] = field(default_factory=list)  # unknown adverb-like nouns (先月, 来週)
     unknown_named: list[str] = field(default_factory=list)  # diseases, organs, procedures, drugs
     rare_diseases: list[str] = field(default_factory=list)
@@ -117,27 +123,56 @@ def _named(fact: SlotFact) -> str | None:
     return kind
 
 
+# The units a figure is asked in (何時間, 何日, 何歳) and given in (2時間, 3日, 50歳), each
+# spelling read as one; on the time scale a neighbour answers too (何日 by 2週間).
+_UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間": "週", "か月": "月", "ヶ月": "月",
+            "カ月": "月", "箇月": "月", "月": "月", "年": "年", "歳": "歳", "回": "回", "度": "回", "円": "円"}
+_TIME_SCALE = ("分", "時間", "日", "週", "月", "年")
+_UNITS = "週間|時間|か月|ヶ月|カ月|箇月|分|日|週|年|歳|回|円"
+_ASKED_UNIT = re.compile(rf"何\s*({_UNITS})(?!も)")  # not 何回も, 何年も: many times, not how many
+_GIVEN_UNIT = re.compile(rf"[0-9〇一二三四五六七八九十数]\s*(?:万|千)?\s*({_UNITS}|度)")
+
+
+def asked_units(text: str) -> frozenset[str]:
+    """The units the question asks a figure in (何時間 -> 時間), NFKC text."""
+    return frozenset(_UNIT_OF[u] for u in _ASKED_UNIT.findall(text))
+
+
+def _answers_unit(asked: str, given: frozenset[str]) -> bool:
+    if asked in given:
+        return True
+    if asked in _TIME_SCALE:
+        i = _TIME_SCALE.index(asked)
+        return any(u in given for u in _TIME_SCALE[max(0, i - 1):i + 2])
+    return False
+
+
 @dataclass(frozen=True)
 class PageFacts:
-    """What some pages' lines give: the figure kinds (chatbot.answer_type) and odds."""
+    """What some pages' lines give: the figure kinds (chatbot.answer_type), odds, and the
+    units its figures are in."""
 
     gives: frozenset[str] = frozenset()
     odds: bool = False
+    units: frozenset[str] = frozenset()
 
     def __or__(self, other: "PageFacts") -> "PageFacts":
-        return PageFacts(self.gives | other.gives, self.odds or other.odds)
+        return PageFacts(self.gives | other.gives, self.odds or other.odds, self.units | other.units)
 
     @classmethod
     def of(cls, lines: Iterable[str]) -> "PageFacts":
         kinds: set[str] = set()
+        units: set[str] = set()
         odds = False
         for line in lines:
             for kind in FIGURE_KINDS - kinds:
                 if gives(line, frozenset({kind})):
                     kinds.add(kind)
-            if not odds and _ODDS_GIVEN.search(unicodedata.normalize("NFKC", line)):
+            text = unicodedata.normalize("NFKC", line)
+            if not odds and _ODDS_GIVEN.search(text):
                 odds = True
-        return cls(frozenset(kinds), odds)
+            units.update(_UNIT_OF[u] for u in _GIVEN_UNIT.findall(text))
+        return cls(frozenset(kinds), odds, frozenset(units))
 
 
 # Disease words too general to say which disease (a cancer, a tumour, a disease).
@@ -153,6 +188,21 @@ def _own_disease(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
                 and f.surface not in _GENERIC_DISEASE and word_kind(f.surface) == DISEASE:
             return True
     return False
+
+
+def _inside_another(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
+    """The word is a part of another of `facts` (正月 of お正月)."""
+    return any(g.surface != fact.surface and fact.surface in g.surface for g in facts)
+
+
+def _parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
+    """The question's words inside a compound (胃 and 切除 of 胃切除)."""
+    return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
+
+
+def _unknown_disease(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
+    """An unknown word that names a disease or organ not the guideline's own (乳腺炎, 大腸炎)."""
+    return _named(fact) in (DISEASE, ORGAN) and not _own_disease(fact, facts)
 
 
 def measure(
@@ -171,15 +221,22 @@ def measure(
     second = page_scores[1] if len(page_scores) > 1 else 0.0
     best = page_scores[0] if page_scores else 0.0
     m = Measured(values={}, top_title=evidence.top_title)
+    text = unicodedata.normalize("NFKC", question)
     unknown = [f for f in facts if not f.known]
     known_surfaces = [f.surface for f in facts if f.known and f.surface]
     for f in unknown:
         named = _named(f)
-        if named in (DISEASE, ORGAN, DRUG) or (named is not None and f.kind in _NOUNISH):
+        if (named in (DISEASE, ORGAN, DRUG) or (named is not None and f.kind in _NOUNISH)) \
+                and not _inside_another(f, unknown):
             m.unknown_named.append(f.surface)
-        if f.kind not in _NOUNISH:
+        if f.kind not in _NOUNISH or _inside_another(f, unknown):
+            # words, not their parts: a part of an unknown word the analyzer also read (正月 of
+            # お正月, じん and ましん of じんましん) is no second unknown word
             continue
-        if any(k != f.surface and k in f.surface for k in known_surfaces):
+        parts = _parts(f, facts)
+        if parts and all(g.known and g.top_page > 0 for g in parts) and not _unknown_disease(f, facts):
+            m.unknown_paraphrase.append(f.surface)  # 胃切除 where the best page says 胃 and 切除
+        elif any(k != f.surface and k in f.surface for k in known_surfaces):
             m.unknown_partial.append(f.surface)  # a compound of words the guideline uses (胃切除)
         elif f.zipf is None or f.zipf <= SPECIFIC_ZIPF:
             m.unknown_specific.append(f.surface)
@@ -188,6 +245,9 @@ def measure(
         else:
             m.unknown_common.append(f.surface)
     n = max(1, evidence.n_pages)
+    passing = [f for f in facts if f.known and f.title_pages == 0 and f.surface not in _GENERIC_DISEASE
+               and (word_kind(f.surface) in (DISEASE, ORGAN) or word_kind(f.term) in (DISEASE, ORGAN))]
+    m.passing_named = [f.surface for f in passing if not _inside_another(f, passing)]
     for f in facts:
         if f.known and (word_kind(f.surface) == DISEASE or word_kind(f.term) == DISEASE) \
                 and f.pages <= RARE_PAGES and n >= 5 * RARE_PAGES and f.top_page <= 0:
@@ -195,7 +255,6 @@ def measure(
     kinds = asked_kinds(question)
     figure = kinds & FIGURE_KINDS
     m.figure_kinds = sorted(figure)
-    text = unicodedata.normalize("NFKC", question)
     odds = bool(_ODDS_ASKED.search(text))
     v = m.values
     v["score"] = math.sqrt(max(0.0, top_score))
@@ -210,6 +269,8 @@ def measure(
     v["unknown_common"] = float(min(COUNT_CAP, len(m.unknown_common)))
     v["unknown_partial"] = float(min(COUNT_CAP, len(m.unknown_partial)))
     v["unknown_when"] = float(min(COUNT_CAP, len(m.unknown_when)))
+    v["unknown_paraphrase"] = float(min(COUNT_CAP, len(m.unknown_paraphrase)))
+    v["passing_named"] = 1.0 if m.passing_named else 0.0
     v["unknown_mass"] = sum(f.mass for f in unknown) / mass
     v["log_score"] = math.log(max(top_score, 1e-4))
     v["log_line_coverage"] = math.log(max(float(line_coverage or 0.0), 1e-2))
@@ -219,7 +280,7 @@ def measure(
                                     for f in unknown if f.kind in _NOUNISH
                                     and f.surface not in m.unknown_partial), default=0.0)
     diseases = [f for f in unknown if f.kind in _NOUNISH and _named(f) in (DISEASE, ORGAN)
-                and not _own_disease(f, facts)]
+                and not _own_disease(f, facts) and not _inside_another(f, unknown)]
     m.unknown_diseases = [f.surface for f in diseases]
     v["unknown_disease"] = 1.0 if diseases else 0.0
     v["unknown_drug"] = float(any(_named(f) == DRUG or is_katakana(f.surface) for f in unknown if f.kind in _NOUNISH))
@@ -227,6 +288,8 @@ def measure(
     v["asks_figure"] = 1.0 if figure else 0.0
     v["figure_missing"] = 1.0 if figure and not figure & top_page.gives else 0.0
     v["figure_missing_reference"] = 1.0 if figure and not figure & reference.gives else 0.0
+    m.missing_units = sorted(u for u in asked_units(text) if not _answers_unit(u, top_page.units))
+    v["unit_missing"] = 1.0 if m.missing_units else 0.0
     v["odds_missing"] = 1.0 if odds and not top_page.odds else 0.0
     v["asks_recommendation"] = 1.0 if _RECOMMEND.search(text) else 0.0
     v["terms"] = math.log1p(len(facts))

@@ -15,6 +15,8 @@ from .word_kinds import DISEASE, DRUG, word_kind
 # At most this many reasons are given.
 MAX_REASONS = 3
 _FIGURE = {"when": "時期", "how long": "期間", "how often": "頻度", "how much": "費用や金額"}
+_UNIT_ASKED = {"分": "何分", "時間": "何時間", "日": "何日", "週": "何週間", "月": "何か月", "年": "何年", "歳": "何歳",
+               "回": "何回", "円": "何円"}
 
 
 # At most this many words are quoted in one reason (then など).
@@ -80,6 +82,12 @@ _SAY: dict[str, tuple[Say, Say]] = {
     "figure_missing": (lambda m: None, lambda m: (f"質問は{'・'.join(_FIGURE[k] for k in m.figure_kinds)}を尋ねているが、"
                                                   f"{_title(m)}にはその数字がない") if m.figure_kinds else None),
     "asks_figure": (lambda m: None, lambda m: None),
+    "passing_named": (lambda m: None, lambda m: (f"質問の{quote(m.passing_named)}は、このガイドラインではわずかな"
+                                                 "ページで触れられるだけで、どのページの題にもない")
+                      if m.passing_named else None),
+    "unit_missing": (lambda m: None, lambda m: (f"質問は{'・'.join(f'「{_UNIT_ASKED.get(u, u)}」' for u in m.missing_units)}"
+                                                f"を尋ねているが、{_title(m)}にその単位の数字がない")
+                     if m.missing_units else None),
     "odds_missing": (lambda m: None, lambda m: f"質問は確率や割合を尋ねているが、{_title(m)}にはその数字がない"),
     "asks_recommendation": (lambda m: None, lambda m: "質問は特定の病院・医師・製品の推薦を求めている"),
 }

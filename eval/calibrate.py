@@ -6,7 +6,15 @@ of the guideline's retrieval, offline, and measured as an answer would be
 (eval.coverage_data); then:
 
 - the operating point is always refitted: the lowest P(governed) cut at which the set's
-  out-of-scope questions are refused at `--target-refusal` (0.95);
+  out-of-scope questions are refused at `--target-refusal` (0.95), the set's refusal read
+  with the shipped model's training sites as a prior worth PRIOR_OUT questions (the
+  refusal curve in the model file's meta): (refused in the set + PRIOR_OUT x the training
+  sites' refusal at the cut) / (the set's out-of-scope questions + PRIOR_OUT). A set of 35
+  out-of-scope questions moves its refusal by 0.03 a question, so alone it would set the
+  cut on one or two questions; a set of a few hundred decides by itself. A cut below the
+  shipped one is then lowered only as far as it answers more of the set's in-scope
+  questions right (a lower cut that answers none more only lets more out-of-scope
+  questions through on the next set);
 - the weights too, when the set is large enough (at least REFIT_IN in-scope and
   REFIT_OUT out-of-scope questions) AND refitting pays on it: a logistic regression on
   the set, pulled towards the shipped weights (an L2 penalty around them, not around 0),
@@ -26,10 +34,11 @@ each operating point) is printed, and written with `--out CURVE.xlsx` beside a P
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from guiderag.chatbot.coverage_model import CoverageModel
 from guiderag.errors import InputError
@@ -45,6 +54,9 @@ FOLDS = 5
 # convention: the same C the shipped model was fitted with).
 REFIT_C = 0.3
 CURVE_CUTS = tuple(round(0.05 * k, 2) for k in range(1, 20))
+# The shipped model's training sites weigh as much as this many out-of-scope questions of
+# the set when the operating point is refitted (see the module docstring).
+PRIOR_OUT = 60
 SHIPPED_WEIGHTS, REFITTED_WEIGHTS = "operating point", "weights and operating point"
 
 
@@ -75,12 +87,51 @@ def _right(r: Mapping[str, Any], gold_set: bool) -> bool:
     return bool(r["in_scope"]) and T.success(r, gold_set)
 
 
+def prior_refusal(model: CoverageModel) -> Callable[[float], float] | None:
+    """The shipped model's training refusal at a cut (its meta's training_refusal curve,
+    read as a step function), or None when the model file has no curve."""
+    curve = model.meta.get("training_refusal")
+    if not curve:
+        return None
+    points = sorted((float(c), float(r)) for c, r in curve)
+    cuts = [c for c, _ in points]
+
+    def at(cut: float) -> float:
+        i = bisect.bisect_right(cuts, cut) - 1
+        return points[max(0, i)][1]
+    return at
+
+
 def _at_target(records: Sequence[Mapping[str, Any]], probs: Sequence[float], target: float,
-               gold_set: bool) -> tuple[float, int]:
-    """(the cut reaching `target` refusal on the set, in-scope questions answered right at it)."""
-    oos = [p for r, p in zip(records, probs) if not r["in_scope"]]
-    cut = T._cut_for([oos], target)
+               gold_set: bool, prior: Callable[[float], float] | None = None,
+               weight: float = PRIOR_OUT) -> tuple[float, int]:
+    """(the cut reaching `target` refusal on the set, read with the prior when given (see the
+    module docstring), in-scope questions answered right at it)."""
+    oos = sorted(p for r, p in zip(records, probs) if not r["in_scope"])
+    if prior is None or weight <= 0:
+        cut = T._cut_for([oos], target)
+    else:
+        cut = 1.0
+        grid = sorted({*oos, *(k / 1000.0 for k in range(1001))})
+        for p in grid:
+            c = min(1.0, p + T.CUT_MARGIN)
+            refused = bisect.bisect_left(oos, c)
+            if (refused + weight * prior(c)) / (len(oos) + weight) >= target - 1e-12:
+                cut = c
+                break
     return cut, sum(1 for r, p in zip(records, probs) if p >= cut and _right(r, gold_set))
+
+
+def _no_further(cut: float, records: Sequence[Mapping[str, Any]], probs: Sequence[float], gold_set: bool,
+                shipped_cut: float) -> float:
+    """The cut moved from the shipped one towards `cut` only as far as it pays on the set:
+    the shipped cut when no in-scope question the set answers right lies between the two,
+    else the cut nearest the shipped one that answers the same ones right as `cut` does."""
+    if shipped_cut <= cut:
+        return cut
+    right = sorted(p for r, p in zip(records, probs) if _right(r, gold_set) and p >= cut)
+    # answered right at `cut`; a cut up to the lowest of their P answers every one of them
+    return min(shipped_cut, right[0]) if right else shipped_cut
 
 
 def refit_weights(records: Sequence[Mapping[str, Any]], base: CoverageModel, C: float = REFIT_C) -> CoverageModel:
@@ -130,7 +181,9 @@ def fit(records: Sequence[Mapping[str, Any]], shipped: CoverageModel, target: fl
     counts = check_set(records)
     gold_set = T._has_gold(records)
     probs = [shipped.probability(r["features"]) for r in records]
-    cut, right = _at_target(records, probs, target, gold_set)
+    prior = prior_refusal(shipped)
+    cut, right = _at_target(records, probs, target, gold_set, prior)
+    cut = _no_further(cut, records, probs, gold_set, shipped.operating_point)
     result = Fit(shipped.with_operating_point(cut, target), SHIPPED_WEIGHTS,
                  f"the set ({counts['in_scope']} in scope, {counts['out_of_scope']} out of scope) is below "
                  f"{REFIT_IN} / {REFIT_OUT}: only the operating point is refitted", probs, counts)
@@ -144,7 +197,9 @@ def fit(records: Sequence[Mapping[str, Any]], shipped: CoverageModel, target: fl
         for i, (r, f) in enumerate(zip(records, folds)):
             if f == k:
                 cv[i] = model.probability(r["features"])
+    # both weights judged at the set's own cut (the prior curve is the shipped weights')
     cv_cut, cv_right = _at_target(records, cv, target, gold_set)
+    _, right = _at_target(records, probs, target, gold_set)
     if cv_right <= right:
         result.why = (f"refitted weights answered {cv_right} in-scope questions right at the target in 5-fold "
                       f"cross-validation, the shipped weights {right}: the shipped weights are kept, "

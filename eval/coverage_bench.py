@@ -32,27 +32,54 @@ from guiderag.settings import Settings
 
 from . import coverage_data, coverage_sites
 from . import coverage_train as T
+from .coverage_sites import JSQUAD
+from .jsquad import article_of
 
-# The features of the shipped models, per guideline form. Q&A form: the 17 candidates
-# frozen before the first look at the demo sites, less those whose removal did not lower
-# leave-one-site-out gold or refusal over the four Q&A sites (backward elimination:
-# unknown_disease, title_coverage, margin, unknown_when, odds_missing; the ablation table).
-# Article form (JSQuAD alone, no site to leave out): the same, with margin and title_coverage,
-# which raise gold in a 5-fold cross-validation over held-out articles (0.939 -> 0.947).
+# The features of the shipped models, per guideline form. Q&A form: backward elimination
+# over the four Q&A sites, leave-one-site-out (a feature goes when dropping it lowers neither
+# the mean held-out gold, nor the mean held-out lay gold, nor the lowest held-out category
+# refusal; the ablation table). Round 1 started it from the 17 candidates frozen before its
+# first look at the demo sites (and dropped unknown_disease, title_coverage, margin,
+# unknown_when, odds_missing); round 2 added its evidence: a disease or organ the guideline
+# names only in passing (passing_named: 大腸 of 大腸がん検診 asked of the lung sample, 胃潰瘍
+# of the gastric guidebook), a figure asked in a unit the best page gives none in
+# (unit_missing: 何時間 where it says 数か月), unknown_when back (with those two, dropping it
+# lowers held-out gold), and ran the elimination again with the operating point cut for
+# TRAINING_TARGET: score, asks_figure, expansion_mass and terms went (page_coverage and
+# line_coverage carry the passage's score; figure_missing the figure asked). Article form
+# (JSQuAD alone, no site to leave out): round 1's with round 2's two, margin and
+# title_coverage, judged by a 5-fold cross-validation over articles (the report prints it).
 QA_FEATURES: tuple[str, ...] = (
+    "page_coverage", "line_coverage", "known_mass", "unknown_specific", "unknown_common", "unknown_partial",
+    "figure_missing", "asks_recommendation", "passing_named", "unit_missing", "unknown_when",
+)
+ARTICLE_FEATURES: tuple[str, ...] = (
     "score", "page_coverage", "line_coverage", "known_mass", "expansion_mass", "unknown_specific",
     "unknown_common", "unknown_partial", "asks_figure", "figure_missing", "asks_recommendation", "terms",
+    "passing_named", "unit_missing", "margin", "title_coverage",
 )
-ARTICLE_FEATURES: tuple[str, ...] = (*QA_FEATURES, "margin", "title_coverage")
 FEATURES_OF = {QA: QA_FEATURES, ARTICLE: ARTICLE_FEATURES}
-# The candidates frozen before the first look (the ablation starts from them).
+# The candidates the ablation starts from: round 1's 17, frozen before its first look at the
+# demo sites, and round 2's (chatbot.coverage_features says what each measures).
 CANDIDATES: tuple[str, ...] = (
     "score", "margin", "page_coverage", "line_coverage", "title_coverage", "known_mass", "expansion_mass",
     "unknown_specific", "unknown_common", "unknown_partial", "unknown_when", "unknown_disease",
     "asks_figure", "figure_missing", "odds_missing", "asks_recommendation", "terms",
+    "passing_named", "unit_missing", "unknown_paraphrase",
 )
-# The target out-of-scope refusal the shipped operating points are chosen for.
+# The out-of-scope refusal the product aims at on a guideline it never saw.
 TARGET_REFUSAL = 0.95
+# The refusal the operating point is cut for on the training sites, per form. A site's own
+# out-of-scope questions are refused more often than a held-out site's at the same cut.
+# Leave-one-site-out over the Q&A sites (these features): cut for 0.95 on the training
+# sites, held-out gold 0.850 (mean) and the lowest held-out category refused 0.912 (the
+# sample's 0.912); for 0.96, 0.848 and 0.933; for 0.97, 0.848 and 0.933 with the sample at
+# 1.000; for 0.98, 0.818 and 0.938. So 0.97. JSQuAD (articles, in sample, no site to leave
+# out) keeps 0.95.
+TRAINING_TARGET = {QA: 0.97, ARTICLE: 0.95}
+# The training refusal curve shipped in each model's meta (the prior of `calibrate`'s
+# operating point, eval.calibrate): refused at each of these cuts.
+CURVE_STEP = 0.005
 C = 0.3  # the logistic regression's regularisation (scikit-learn's C)
 
 
@@ -64,15 +91,35 @@ def _by_form(records: Mapping[str, Sequence[dict]]) -> dict[str, dict[str, list[
     return out
 
 
-def fit_shipped(records: Mapping[str, Sequence[dict]], target: float = TARGET_REFUSAL) -> ShippedModels:
-    """The model of each form, fitted on every site of that form, cut for `target`."""
+def training_target(form: str) -> float:
+    return TRAINING_TARGET.get(form, TARGET_REFUSAL)
+
+
+def refusal_curve(model: Any, records: Sequence[dict]) -> list[list[float]]:
+    """[[cut, out-of-scope refused], ...] on `records` at every CURVE_STEP (each site weighing
+    the same): what the training sites say about a cut, kept in the model file for calibrate."""
+    by_site: dict[str, list[float]] = {}
+    for r in records:
+        if not r["in_scope"]:
+            by_site.setdefault(r["site"], []).append(model.probability(r["features"]))
+    steps = int(round(1.0 / CURVE_STEP))
+    return [[round(k * CURVE_STEP, 4),
+             round(sum(T.refusal_at(g, k * CURVE_STEP) for g in by_site.values()) / max(1, len(by_site)), 4)]
+            for k in range(steps + 1)]
+
+
+def fit_shipped(records: Mapping[str, Sequence[dict]], target: float | None = None) -> ShippedModels:
+    """The model of each form, fitted on every site of that form, cut for `target` (default:
+    the form's TRAINING_TARGET)."""
     forms = {}
     for form, sites in _by_form(records).items():
         train = [r for rs in sites.values() for r in rs]
+        goal = training_target(form) if target is None else target
         model = T.fit(train, FEATURES_OF[form], C=C)
-        cut = T.choose_point(model, train, target, T.POOLED)
-        forms[form] = model.with_operating_point(cut, target, trained_on=sorted(sites),
-                                                 questions=len(train), C=C, rule=T.POOLED)
+        cut = T.choose_point(model, train, goal, T.POOLED)
+        forms[form] = model.with_operating_point(cut, goal, trained_on=sorted(sites),
+                                                 questions=len(train), C=C, rule=T.POOLED,
+                                                 training_refusal=refusal_curve(model, train))
     if QA not in forms and ARTICLE in forms:
         forms[QA] = forms[ARTICLE]
     return ShippedModels(forms)
@@ -137,7 +184,7 @@ def run(settings: Settings, *, workdir: Path, sites: Sequence[str] | None = None
         f"in {time.monotonic() - t0:.0f} s")
     out: list[str] = []
     shipped = fit_shipped(records)
-    meta: dict[str, Any] = {"target_refusal": TARGET_REFUSAL, "C": C,
+    meta: dict[str, Any] = {"target_refusal": TARGET_REFUSAL, "training_target": TRAINING_TARGET, "C": C,
                             "loso": {}, "shipped": {}, "legacy": {}}
     for form, sites_of in _by_form(records).items():
         out.append(f"== guideline form: {form} ({', '.join(sites_of)})")
@@ -146,14 +193,20 @@ def run(settings: Settings, *, workdir: Path, sites: Sequence[str] | None = None
         out.append(table(sites_of, legacy, "old decision (threshold 0.2 / 0.16 Q&A, min_line_coverage 0.5, "
                                            "asked figure)"))
         if len(sites_of) > 1:
-            res = T.loso(sites_of, FEATURES_OF[form], TARGET_REFUSAL, C=C)
+            res = T.loso(sites_of, FEATURES_OF[form], training_target(form), C=C, oracle_target=TARGET_REFUSAL)
             out.append(table(sites_of, {s: r["realised"] for s, r in res.items()},
-                             f"leave-one-site-out, realised (trained and cut without the site; target "
-                             f"{TARGET_REFUSAL})"))
+                             f"leave-one-site-out, realised (trained and cut without the site; cut for "
+                             f"{training_target(form)} on the training sites)"))
             out.append("  cuts: " + ", ".join(f"{s} {r['cut']:.3f}" for s, r in res.items()))
             out.append(table(sites_of, {s: r["oracle"] for s, r in res.items()},
-                             "leave-one-site-out, oracle (the same models, cut to reach the target on the site)"))
+                             f"leave-one-site-out, oracle (the same models, cut to reach {TARGET_REFUSAL} on the site)"))
             meta["loso"][form] = {s: {k: v.to_json() for k, v in r["realised"].items()} for s, r in res.items()}
+        if len(sites_of) == 1 and JSQUAD in sites_of:
+            cv = T.grouped_cv(sites_of[JSQUAD], FEATURES_OF[form], training_target(form), lambda r: article_of(str(r["id"])),
+                              C=C)
+            out.append(table(sites_of, {JSQUAD: cv}, "5-fold cross-validation over articles (each fold fitted and "
+                                                     "cut on the other four)"))
+            meta.setdefault("cv", {})[form] = {k: v.to_json() for k, v in cv.items()}
         in_sample = {s: T.score(rs, T.decide(model, rs)) for s, rs in sites_of.items()}
         out.append(table(sites_of, in_sample, f"shipped model (fitted on every {form} site, cut "
                                               f"{model.operating_point:.3f})"))
@@ -162,7 +215,7 @@ def run(settings: Settings, *, workdir: Path, sites: Sequence[str] | None = None
         if with_ablation and len(sites_of) > 2:
             out.append("ablation, leave-one-site-out (mean held-out gold, mean held-out lay gold, lowest category "
                        "refused):")
-            rows = ablation(sites_of, FEATURES_OF[form], TARGET_REFUSAL)
+            rows = ablation(sites_of, FEATURES_OF[form], training_target(form))
             for variant, g, lay, w in rows:
                 out.append(f"  {variant:28} {g:.3f}  {lay:.3f}  {w:.3f}")
             meta.setdefault("ablation", {})[form] = [list(r) for r in rows]
@@ -177,4 +230,4 @@ def run(settings: Settings, *, workdir: Path, sites: Sequence[str] | None = None
     return "\n".join(out)
 
 
-__all__ = ["run", "fit_shipped", "FEATURES_OF", "TARGET_REFUSAL", "FORMS"]
+__all__ = ["run", "fit_shipped", "FEATURES_OF", "TARGET_REFUSAL", "TRAINING_TARGET", "FORMS"]

@@ -81,9 +81,7 @@ def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settin
         record: dict[str, Any] = {
             "site": site_name, "form": form, "id": q.id, "question": q.question, "in_scope": item.in_scope,
             "category": item.category, "features": measured.values, "measure_ms": round(measure_ms, 3),
-            "words": {"unknown_specific": measured.unknown_specific, "unknown_common": measured.unknown_common,
-                      "unknown_named": measured.unknown_named, "rare_diseases": measured.rare_diseases,
-                      "top_title": measured.top_title},
+            "words": words(measured),
             "legacy_answered": legacy,
             "inputs": _jsonable(dataclasses.asdict(inputs)),
         }
@@ -138,14 +136,22 @@ def remeasure(record: dict[str, Any]) -> dict[str, Any]:
     ev["slots"] = tuple(SlotFact(**f) for f in ev["slots"])
     raw["evidence"] = QueryEvidence(**ev)
     for key in ("top_page", "reference"):
-        raw[key] = PageFacts(frozenset(raw[key]["gives"]), bool(raw[key]["odds"]))
+        raw[key] = PageFacts(frozenset(raw[key]["gives"]), bool(raw[key]["odds"]), frozenset(raw[key].get("units", ())))
     measured = MeasureInputs(**raw).measure()
     out = dict(record)
     out["features"] = measured.values
-    out["words"] = {"unknown_specific": measured.unknown_specific, "unknown_common": measured.unknown_common,
-                    "unknown_partial": measured.unknown_partial, "unknown_when": measured.unknown_when, "unknown_named": measured.unknown_named,
-                    "rare_diseases": measured.rare_diseases, "unknown_diseases": measured.unknown_diseases, "top_title": measured.top_title}
+    out["words"] = words(measured)
     return out
+
+
+def words(measured: Any) -> dict[str, Any]:
+    """The words behind a record's features (chatbot.coverage_features.Measured), for reading."""
+    return {"unknown_specific": measured.unknown_specific, "unknown_common": measured.unknown_common,
+            "unknown_partial": measured.unknown_partial, "unknown_paraphrase": measured.unknown_paraphrase,
+            "unknown_when": measured.unknown_when, "unknown_named": measured.unknown_named,
+            "passing_named": measured.passing_named, "missing_units": measured.missing_units,
+            "rare_diseases": measured.rare_diseases, "unknown_diseases": measured.unknown_diseases,
+            "top_title": measured.top_title}
 
 
 def _jsonable(value: Any) -> Any:

@@ -199,3 +199,8 @@ def _unique(values: Sequence[str]) -> list[str]:
     for v in values:
         seen.setdefault(v, None)
     return list(seen)
+
+
+def article_of(question_id: str) -> str:
+    """The article a JSQuAD question id belongs to (a10336p0q0 -> a10336)."""
+    return question_id.split("p", 1)[0]

@@ -50,6 +50,9 @@ class SlotFact:
     expansion_only: bool  # known only through an expansion (lambda < 1)
     top_weight: float = 0.0  # lambda times its BM25-saturated frequency on the best page (how much it says it)
     adverbial: bool = False  # an adverb-like noun (先月, 来週, 最近: UniDic's 副詞可能): when, not what
+    # how many of its pages hold it in their title, for a word on at most TITLE_PAGES pages
+    # (-1: on more pages, not counted): a word no title names is mentioned in passing
+    title_pages: int = -1
 
 
 @dataclass(frozen=True)
@@ -69,13 +72,16 @@ class QueryEvidence:
         return sum(s.mass for s in self.slots)
 
 
+# The titles of a word's pages are read only for a word on at most this many pages.
+TITLE_PAGES = 3
+
+
 class _IndexCache:
-    """What evidence reads of one loaded index, computed once: each page's row by URL, its
-    number of distinct terms, its analysed title."""
+    """What evidence reads of one loaded index, computed once: each page's number of
+    distinct terms, its analysed title."""
 
     def __init__(self, retriever: OursRetriever) -> None:
         self.lock = threading.Lock()
-        self.rows = {p.url: i for i, p in enumerate(retriever.pages)}
         self.lengths = np.bincount(retriever.data.pages_terms.indices, minlength=retriever.data.n_pages)
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
@@ -123,7 +129,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
     data = retriever.data
     vocab = data.term_vocab
     cache = _cache(retriever)
-    top_row: int | None = cache.rows.get(result.candidates[0].url) if result.candidates else None
+    top_row: int | None = result.candidates[0].row if result.candidates else None
     title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
     base, extended = retriever.query(question, keywords, result.context)  # a follow-up as read
     query = extended or base
@@ -134,11 +140,14 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
         on_top = 0.0
         in_title = 0.0
         weight = 0.0
+        titled: set[int] = set()
         m = data.pages_terms
         for a, lam in alts:
             col = vocab[a]
             rows = _page_rows(retriever, col)
             best_pages = max(best_pages, len(rows))
+            if len(rows) <= TITLE_PAGES:
+                titled.update(int(r) for r in rows if a in _title_terms(retriever, cache, int(r)))
             if top_row is not None and len(rows):
                 i = int(np.searchsorted(rows, top_row))
                 if i < len(rows) and rows[i] == top_row:
@@ -154,6 +163,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
             pages=best_pages, top_page=on_top, top_title=in_title,
             expansion_only=bool(alts) and not exact, top_weight=weight,
             adverbial=not alts and _adverbial(slot.surface or slot.term),
+            title_pages=len(titled) if best_pages <= TITLE_PAGES else -1,
         ))
     qa = bool(top_row is not None and retriever._qa_pages[top_row])
     return QueryEvidence(tuple(facts), data.n_pages, top_row, qa,

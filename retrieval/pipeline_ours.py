@@ -258,7 +258,7 @@ class OursRetriever(Retriever):
             rows = rows[np.argpartition(-best[rows], limit)[:limit]]
         rows = rows[np.argsort(-best[rows], kind="stable")]
         return [
-            Candidate(url=self.pages[r].url, title=self.pages[r].title, score=float(best[r]))
+            Candidate(url=self.pages[r].url, title=self.pages[r].title, score=float(best[r]), row=r)
             for r in rows.tolist()
         ], total
 

@@ -122,7 +122,7 @@ class ProtocolRetriever(Retriever):
         threshold = self.settings.threshold
         order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= threshold]
         top = float(scores.max()) if len(scores) else 0.0
-        candidates = [Candidate(self.pages[i].url, self.pages[i].title, float(scores[i])) for i in order]
+        candidates = [Candidate(self.pages[i].url, self.pages[i].title, float(scores[i]), row=i) for i in order]
         literal = literal_reference([self.texts[i] for i in order], self.settings.reference_chars)
         passages = self._line_passages(order, scores)
         notes: list[str] = []

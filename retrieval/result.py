@@ -13,11 +13,13 @@ from guiderag.store.layout import pdf_citation
 
 @dataclass(frozen=True)
 class Candidate:
-    """A page whose score cleared the threshold."""
+    """A page whose score cleared the threshold. `row` is its place in the retriever's pages:
+    one PDF document is several units (a section each) that share its url."""
 
     url: str
     title: str
     score: float
+    row: int | None = None
 
 
 @dataclass(frozen=True)

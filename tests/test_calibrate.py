@@ -138,3 +138,39 @@ def test_a_calibration_on_a_corpus_that_changed_is_flagged(scraped_sample: Path,
 
     with Store(db, readonly=True) as s:
         assert set(_stale_calibrations(s, ["default"])) == {"default"}
+
+
+def _records(oos: list[float], ins: list[float]) -> tuple[list[dict], list[float]]:
+    """Records of a set whose shipped P are given (every in-scope one answered right)."""
+    rows = [{"site": "s", "in_scope": False, "category": "out", "features": {}, "threshold": {"gold": False, "shown": True}}
+            for _ in oos]
+    rows += [{"site": "s", "in_scope": True, "category": "in", "features": {}, "threshold": {"gold": True, "shown": True}}
+             for _ in ins]
+    return rows, [*oos, *ins]
+
+
+def test_a_small_set_moves_the_cut_less_than_a_large_one_with_the_same_shares() -> None:
+    """The set's refusal is read with the shipped training curve as a prior worth PRIOR_OUT
+    questions: 20 out-of-scope questions all below 0.2 pull a shipped cut of 0.5 down less
+    than 2,000 of the same."""
+    from guiderag.eval import calibrate as cal
+
+    prior = lambda cut: min(1.0, cut / 0.5 * 0.95)  # the training sites: 0.95 refused at the shipped 0.5
+    small = _records([0.1] * 19 + [0.3], [0.9] * 20)
+    large = _records([0.1] * 1900 + [0.3] * 100, [0.9] * 20)
+    cut_small, _ = cal._at_target(*small, 0.95, True, prior)
+    cut_large, _ = cal._at_target(*large, 0.95, True, prior)
+    cut_alone, _ = cal._at_target(*small, 0.95, True, None)
+    assert cut_alone < 0.11 and cut_alone < cut_large < cut_small <= 0.5
+
+
+def test_a_cut_below_the_shipped_one_moves_only_as_far_as_it_pays() -> None:
+    from guiderag.eval import calibrate as cal
+
+    records, probs = _records([0.1, 0.2], [0.35, 0.8, 0.9])
+    # no in-scope question between 0.25 and the shipped 0.3: the shipped cut stays
+    assert cal._no_further(0.25, records, probs, True, shipped_cut=0.3) == 0.3
+    # one at 0.35 below the shipped 0.5: the cut moves just far enough to answer it
+    assert cal._no_further(0.25, records, probs, True, shipped_cut=0.5) == 0.35
+    # the set asks for a higher cut than the shipped one: it gets it
+    assert cal._no_further(0.6, records, probs, True, shipped_cut=0.5) == 0.6

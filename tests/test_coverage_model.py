@@ -194,3 +194,45 @@ def test_gaps_and_the_audit_row_record_the_probability_and_reasons(scraped_sampl
         [gap] = [g for g in log.gaps() if "白血病" in g.question]
     assert gap.coverage_probability == answer["coverage_probability"]
     assert any("『白血病』" in r for r in gap.coverage_reasons)
+
+
+CISPLATIN = "シスプラチンの点滴は1回何時間かかりますか"  # the sample's pages give months, never hours
+COLON_SCREENING = "大腸がん検診は何歳から受けるべきですか"  # 大腸 is on one page of the lung sample, in no title
+
+
+def test_a_figure_asked_in_a_unit_the_best_page_never_gives_is_refused_and_said(sample: Path) -> None:
+    answer = _ask(sample, CISPLATIN)
+    assert answer["coverage"] == "not_governed"
+    assert answer["retrieval"]["coverage_model"]["features"]["unit_missing"] == 1.0
+    assert any("「何時間」" in r and "単位の数字がない" in r for r in answer["coverage_reasons"]), answer["coverage_reasons"]
+    assert answer["passages"] == [] and answer["summary"] is None
+
+
+def test_an_organ_the_guideline_names_only_in_passing_weighs_against_and_is_named(sample: Path) -> None:
+    """大腸 of 大腸がん検診 is a word of the lung sample, but on few pages and in no title: it
+    names another disease, and the reasons say so."""
+    answer = _ask(sample, COLON_SCREENING)
+    assert answer["retrieval"]["coverage_model"]["features"]["passing_named"] == 1.0
+    model = shipped().for_form(QA)
+    assert model.coef[model.features.index("passing_named")] < 0
+    if answer["coverage"] == "not_governed":
+        assert any("『大腸』" in r and "わずかなページ" in r for r in answer["coverage_reasons"]), answer["coverage_reasons"]
+
+
+def test_the_shipped_qa_cut_is_chosen_for_its_training_target_and_carries_the_curve() -> None:
+    """The Q&A model's operating point is the lowest cut refusing TRAINING_TARGET of its
+    training sites' out-of-scope questions, and the model file carries that refusal curve
+    (calibrate's prior)."""
+    from guiderag.eval.coverage_bench import TRAINING_TARGET
+
+    model = shipped().for_form(QA)
+    assert model.target_refusal == TRAINING_TARGET[QA]
+    curve = model.meta["training_refusal"]
+    cuts = [c for c, _ in curve]
+    refused = [r for _, r in curve]
+    assert cuts == sorted(cuts) and cuts[0] == 0.0 and cuts[-1] == 1.0
+    assert refused == sorted(refused)  # a higher cut never refuses fewer
+    at_point = max(r for c, r in curve if c <= model.operating_point)
+    below = [r for c, r in curve if c < model.operating_point - 0.01]
+    assert below and max(below) < TRAINING_TARGET[QA] <= max(r for c, r in curve if c <= model.operating_point + 0.005)
+    assert 0.0 <= at_point <= 1.0

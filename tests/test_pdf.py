@@ -161,6 +161,29 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert any("改訂しました。" in line for line in versions[1].lines)
 
 
+def test_the_coverage_evidence_reads_the_section_that_answers_not_the_document_s_last(fast_settings) -> None:
+    """A PDF document is one unit per section, all with its url: the evidence of the best
+    candidate is that section's (its title, its terms), whichever section it is."""
+    from guiderag import retrieval
+    from guiderag.retrieval.evidence import query_evidence
+    from guiderag.retrieval.pipeline_ours import OursRetriever
+
+    scope = fast_settings.guideline_scope(DEFAULT_GUIDELINE)
+    with _site(chapter().build(), _second()).serve() as base:
+        scrape_site(fast_settings, base + "/guide/index.html", guideline=scope)
+    retrieval.build_index(fast_settings, scope)
+    retriever = retrieval.load_retriever(fast_settings, scope)
+    assert isinstance(retriever, OursRetriever)
+    question = "手術の前の検査では何を調べますか？"  # answered by Q1, the first of ch1's sections
+    result = retriever.search(question)
+    top = result.candidates[0]
+    assert top.title == "Q1 手術の前にはどのような準備をしますか？" and top.url.endswith("/guide/pdf/ch1.pdf")
+    assert top.row is not None and retriever.pages[top.row].title == top.title
+    assert sum(p.url == top.url for p in retriever.pages) > 1  # its document has other units
+    evidence = query_evidence(retriever, question, result)
+    assert evidence.top_page == top.row and evidence.top_title == top.title
+
+
 BAD = [
     ("encrypted", pdfkit.encrypted, "encrypted: it needs a password"),
     ("scanned", pdfkit.scanned, "OCR is not supported"),
