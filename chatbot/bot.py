@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 # The keywords call: a few words back, so a small reply budget.
 KEYWORDS_MAX_TOKENS = 64
 # Why a follow-up read with carried terms is refused (chatbot.conversation, rule 5).
-OWN_WORDS_MISSING = ("the follow-up's own words are not spoken to on the page that answers the earlier "
-                     "topic (conversation reading)")
+OWN_WORDS_MISSING = ("the page that answers the follow-up as read does not speak to its own words or to the "
+                     "earlier topic it was read with (conversation reading)")
 
 
 class Chatbot:
@@ -207,9 +207,12 @@ class Chatbot:
             keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,
                                      self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
         # a question alone is searched as it always was; a follow-up with its carried terms
-        result = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
+        found = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
+        # a follow-up: the page that answered the question before first among the pages found;
+        # whether it is covered is judged on what was found (the prior never raises a score there)
+        result = self.reader.prefer(found, reading)
         record.searched(result)
-        verdict = self._judge(question, result, record)
+        verdict = self._judge(question, found, record)
         retrieval = verdict.retrieval_json(result)
         reason = verdict.reason if not verdict.covered else self._own_words_missing(reading, result)
         if reason:
@@ -220,7 +223,7 @@ class Chatbot:
     def _own_words_missing(self, reading: Reading, result: RetrievalResult) -> str:
         """Why a follow-up read with carried terms is refused although the gate covers it
         completed (chatbot.conversation, rule 5), or "" when it is not."""
-        if not reading.carried or self.reader.own_words_found(reading.text, result):
+        if not reading.carried or self.reader.speaks_to(reading, result):
             return ""
         return OWN_WORDS_MISSING
 

@@ -132,7 +132,7 @@ def test_own_words_rule_refuses_what_the_gate_covers_completed(capsys, db: Path)
         assert reading.how == FOLLOW_UP and reading.points_back and reading.terms
         result = library.retriever(gid).search(reading.text, None, context=reading.terms)
         assert library.gate(gid).judge(reading.text, result).covered
-        assert not reader.own_words_found(reading.text, result)
+        assert not reader.speaks_to(reading, result)
         assert not reader.covered(reading, result)
     refused = ask(capsys, db, DRIVING, BRONCHOSCOPY)
     assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
@@ -200,3 +200,108 @@ def test_a_follow_up_is_routed_to_the_guideline_of_its_conversation(tmp_path: Pa
         stomach = library.ask("症状はありますか？", history=["胃がんとはどのような病気ですか？"])
     assert thymic.governed and thymic.guideline and thymic.guideline["id"] == "thymus"
     assert stomach.governed and stomach.guideline and stomach.guideline["id"] == "gastric"
+
+
+def test_carried_terms_weigh_less_than_the_questions_own_words(db: Path) -> None:
+    """The question as read: its own slots (and bigrams) keep their weight, a slot only a
+    carried term brings weighs CARRIED_WEIGHT of what it weighs alone; without context the
+    query is the question's own, exactly."""
+    from guiderag.retrieval.pipeline_ours import CARRIED_WEIGHT
+
+    with Library(Settings.load(db=db)) as library:
+        retriever = library.retriever(library.ids[0])
+        own = retriever.query(EAT_AFTER)[0]
+        weights = {s.term: s.weight for s in own.slots}
+        carried = ["気管支鏡", "検査"]
+        alone = {s.term: s.weight for t in carried for s in retriever.query(t)[0].slots}
+        completed = retriever.query(EAT_AFTER, context=carried)[0]
+        brought = [s for s in completed.slots if s.term not in weights]
+        assert brought and CARRIED_WEIGHT < 1
+        for slot in completed.slots:
+            expected = weights.get(slot.term, CARRIED_WEIGHT * alone.get(slot.term, float("nan")))
+            assert slot.weight == pytest.approx(expected), slot.term
+        for gram, weight in own.bigrams.items():
+            assert completed.bigrams[gram] == weight
+        assert all(0 < w <= CARRIED_WEIGHT for g, w in completed.bigrams.items() if g not in own.bigrams)
+        assert retriever.query(EAT_AFTER)[0].slots == own.slots
+
+
+def test_a_suffix_or_a_numeral_is_no_topic_term(db: Path) -> None:
+    """What a question is about is no quantity (ステージ4's 4 is in 4週間 too) and no suffix
+    standing alone (やすい of 再発しやすい), although the guideline knows both."""
+    with Library(Settings.load(db=db)) as library:
+        retriever = library.retriever(library.ids[0])
+        for text, topic in (("夫はステージ4だと言われました", ["ステージ"]), ("再発しやすいのはどこですか", ["再発"])):
+            known = [s.surface for s in retriever.query(text)[0].slots if s.alternatives]
+            assert set(known) > set(topic), known  # the guideline knows the others too
+            assert [t.surface for t in retriever.topic_terms(text, 5)] == topic
+
+
+BIOMARKER = ("バイオマーカー検査って、遺伝の検査と同じですか？", "組織がとれないときはどうするの？")
+INSURANCE = "それって保険はききますか？"
+
+
+def test_the_page_must_speak_to_the_carried_topic_too(capsys, db: Path) -> None:
+    """「それって保険はききますか？」 after questions on biomarker tests and tissue samples: the
+    completed question clears the gate on the tissue-sample page, which says nothing of
+    insurance; the guideline's page on insurance says nothing of the test. Refused, read as a
+    follow-up (rule 5: the page speaks to the carried topic and to the question's own words);
+    alone, the question is answered from the insurance page as it always was."""
+    with Library(Settings.load(db=db)) as library:
+        gid = library.ids[0]
+        reader = library.reader(gid)
+        reading = reader.read(INSURANCE, BIOMARKER)
+        assert reading.how == FOLLOW_UP and reading.points_back
+        result = library.retriever(gid).search(reading.text, None, context=reading.terms)
+        assert library.gate(gid).judge(reading.text, result).covered
+        assert not reader.speaks_to(reading, result)
+    refused = ask(capsys, db, INSURANCE, *BIOMARKER)
+    assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
+    assert refused["context"] is not None and refused["passages"] == []
+    alone = ask(capsys, db, INSURANCE)
+    assert alone["coverage"] == "governed" and alone["context"] is None
+
+
+def test_the_page_that_answered_the_question_before_is_a_prior(capsys, db: Path) -> None:
+    """「ほかにどんな検査をするんですか」 after a question on a raised tumour marker: the
+    completed question finds the page on a second opinion first and the examinations page a
+    close second; that page answered the question before, so it comes first (rule 6), by
+    PRIOR_BOOST, among the pages found only. A reading with nothing carried is untouched."""
+    earlier = "腫瘍マーカーが高いと言われました。肺がんなんでしょうか"
+    question = "ほかにどんな検査をするんですか"
+    with Library(Settings.load(db=db)) as library:
+        gid = library.ids[0]
+        reader = library.reader(gid)
+        reading = reader.read(question, (earlier,))
+        assert reading.carried and reading.prior and reading.prior.endswith("guide/ch2/q05.html")
+        result = library.retriever(gid).search(reading.text, None, context=reading.terms)
+        assert not result.passages[0].page.url.endswith("guide/ch2/q05.html")
+        preferred = reader.prefer(result, reading)
+        assert preferred.passages[0].page.url == preferred.candidates[0].url == reading.prior
+        assert preferred.cleared == result.cleared and len(preferred.passages) == len(result.passages)
+        assert {p.page.url for p in preferred.passages} == {p.page.url for p in result.passages}
+        alone = reader.read(question, ())
+        assert reader.prefer(result, alone) is result
+        verdict = library.gate(gid).judge(reading.text, result)  # judged as found, without the prior
+        assert verdict.coverage is not None and verdict.coverage.probability != pytest.approx(
+            library.gate(gid).judge(reading.text, preferred).coverage.probability)
+    answered = ask(capsys, db, question, earlier)
+    assert answered["coverage"] == "governed" and page(answered) == "guide/ch2/q05.html"
+    assert answered["coverage_probability"] == round(verdict.coverage.probability, 4)
+    assert answered["context"]["phrase"] == "腫瘍マーカー"
+
+
+def test_a_question_naming_the_topic_again_continues_it(capsys, db: Path) -> None:
+    """「検査の費用っていくらくらいですか？」 after the bronchoscopy question names 検査 of that
+    topic again: it asks what that test costs, is read with the rest of the topic (気管支鏡)
+    and refused (the page on costs does not speak of the test), read as a follow-up; alone
+    it is answered from the page on costs, as it always was."""
+    question = "検査の費用っていくらくらいですか？"
+    with Library(Settings.load(db=db)) as library:
+        reading = library.reader(library.ids[0]).read(question, (BRONCHOSCOPY,))
+    assert reading.how == FOLLOW_UP and not reading.points_back and reading.terms == ["気管支鏡"]
+    refused = ask(capsys, db, question, BRONCHOSCOPY)
+    assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
+    assert refused["context"]["carried_terms"] == ["気管支鏡"] and refused["context"]["from_turns"] == [1]
+    alone = ask(capsys, db, question)
+    assert alone["coverage"] == "governed" and alone["context"] is None
