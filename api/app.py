@@ -223,7 +223,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         if len(body.question) > settings.api_max_question_chars:
             raise _BadField("question", f"at most {settings.api_max_question_chars} characters")
         try:
-            check_history(body.history, settings, settings.api_max_question_chars)
+            check_history(body.history, settings.answer, settings.api_max_question_chars)
         except InputError as exc:
             raise _BadField("history", str(exc)) from exc
         return service.ask(body.question, body.mode, body.guideline, body.history).to_json()

@@ -219,7 +219,8 @@ def run_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     with Store(settings.store, create=False) as store:
         gid = store.resolve_guideline(settings.guideline)
         scope = settings.guideline_scope(gid)
-        retriever = retrieval.load_retriever(settings, scope)
+        retriever = retrieval.load_retriever(settings.retrieval, settings.storage, scope,
+                                             progress=settings.progress_reporter)
         if not isinstance(retriever, OursRetriever):
             raise InputError("calibrate fits the coverage model of the ours pipeline; the protocol pipeline keeps "
                              "its published threshold (use --pipeline ours)")

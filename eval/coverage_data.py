@@ -38,8 +38,9 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
     from guiderag import retrieval
 
     t0 = time.perf_counter()
-    records = collect_questions(retrieval.load_retriever(site.settings), site.questions, site.settings, site.name,
-                                floor=floor)
+    s = site.settings
+    retriever = retrieval.load_retriever(s.retrieval, s.storage, progress=s.progress_reporter)
+    records = collect_questions(retriever, site.questions, s, site.name, floor=floor)
     if log:
         log(f"coverage records: {site.name}: {len(records)} questions in {time.perf_counter() - t0:.1f} s")
     return records
@@ -57,7 +58,8 @@ def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settin
 
     if not isinstance(base, OursRetriever):
         raise InputError("the coverage decision needs the ours pipeline (GUIDERAG_PIPELINE=ours)")
-    low = OursRetriever(settings.replace(threshold=floor), base.pages, base.data, base.analyzer, guideline=base.guideline)
+    low = OursRetriever(dataclasses.replace(settings.retrieval, threshold=floor), base.pages, base.data, base.analyzer,
+                        guideline=base.guideline)
     analyze = functools.lru_cache(maxsize=65536)(base.analyze)
     form = guideline_form(base)
     records: list[dict[str, Any]] = []

@@ -191,7 +191,8 @@ def run_devbench(
 
         from guiderag import retrieval
 
-        retrieval.build_index(base)  # as `guiderag scrape` does after a changed corpus
+        # as `guiderag scrape` does after a changed corpus
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         runs: list[BenchRun] = []
         curves: list[SuiteReport] = []
         for pipeline in pipelines:
@@ -203,7 +204,7 @@ def run_devbench(
                                          "(set GUIDERAG_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY)"))
                     continue
                 if retriever is None:
-                    retriever = retrieval.load_retriever(ps)
+                    retriever = retrieval.load_retriever(ps.retrieval, ps.storage, progress=ps.progress_reporter)
                 out = work / f"results-{pipeline}-{mode}.xlsx"
                 t0 = time.monotonic()
                 # ours/extract: answered with the decision open (eval.patient.open_run), so the

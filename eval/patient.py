@@ -315,11 +315,13 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
             report = scraper.scrape_site(base.scraper, base.storage, root + "gb/index.html")
         stored = len(report.summary.added)
         log(f"devbench patient: {len(questions)} questions; the scraper stored {stored} pages")
-        retrieval.build_index(base)
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = open_run(base)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-patient.xlsx" if keep else None,
-                                mode="extract", retriever=retrieval.load_retriever(run), label="patient")
+                                mode="extract", retriever=retrieval.load_retriever(run.retrieval, run.storage,
+                                                                            progress=run.progress_reporter),
+                                label="patient")
         categories = {p.question.id: p.category for p in questions}
         rep = suite_report("patient-gastric", outcome.rows, categories, operating_point(outcome.rows, settings),
                            settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)

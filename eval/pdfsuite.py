@@ -185,11 +185,13 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
         rescrape = {"versions changed": counts["added"] + counts["changed"] + counts["removed"],
                     "unchanged": counts["unchanged"], "failed": counts["failed"]}
         log(f"devbench pdf: {len(questions)} questions; the scraper stored {len(stored)} documents")
-        retrieval.build_index(base)
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = base.replace(min_line_coverage=CURVE_RUN_GATE)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-pdf.xlsx" if keep else None,
-                                mode="extract", retriever=retrieval.load_retriever(run), label="pdf")
+                                mode="extract", retriever=retrieval.load_retriever(run.retrieval, run.storage,
+                                                                            progress=run.progress_reporter),
+                                label="pdf")
         categories_of = {p.question.id: p.category for p in questions}
         rep = suite_report("pdf-gastric", outcome.rows, categories_of, settings.min_line_coverage,
                            settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)

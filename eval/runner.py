@@ -248,6 +248,7 @@ class _Asker:
 
     def __init__(self, settings: Settings, mode: str, retriever: Retriever | None = None,
                  llm: LLMClient | None = None) -> None:
+        from guiderag.chatbot.config import BotConfig
         from guiderag.chatbot.library_cache import load_library, shared_library
 
         self.settings = settings
@@ -255,8 +256,9 @@ class _Asker:
         self.page_lines = _PageLines(settings.store)
         self._own_library = retriever is not None or llm is not None
         try:
-            self.library = (load_library(settings, seeded(retriever), llm) if self._own_library
-                            else shared_library(settings))
+            config = BotConfig.of(settings)
+            self.library = (load_library(config, seeded(retriever), llm) if self._own_library
+                            else shared_library(config))
         except BaseException:
             self.page_lines.close()
             raise
@@ -396,9 +398,10 @@ def run_questions(
         if workers > 1:
             # (re)builds stale indexes once, here; not the shared library: the workers load
             # their own, and this process need not hold every retriever meanwhile
+            from guiderag.chatbot.config import BotConfig
             from guiderag.chatbot.library_cache import load_library
 
-            library = load_library(settings, seeded(retriever))
+            library = load_library(BotConfig.of(settings), seeded(retriever))
             corpus_version = library.corpus_versions()
             library.close()
         else:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Generic, Mapping, TypeVar, overload
 from .errors import InputError
 from .guideline import (AUTO_GUIDELINE, DEFAULT_GUIDELINE, GUIDELINE_ID, RESERVED_GUIDELINE_IDS, GuidelineScope,
                         check_guideline_id)
+from .progress import ProgressReporter
 from .registry import DEFAULT, ENVIRONMENT, FLAG, Setting, settings_of
 from .scopes import (COVERAGE_DECISIONS, COVERAGE_MODEL, COVERAGE_RULES, DEFAULT_ESCALATION, DEFAULT_REFUSAL, EXTRACT,
                      GENERATE, LINES, MODEL_MODES, MODES, OURS,
@@ -159,6 +160,11 @@ class Settings:
     def model_configured(self) -> bool:
         """True when an answer model and credentials (or a local base URL) are set."""
         return self.model.configured
+
+    @property
+    def progress_reporter(self) -> ProgressReporter:
+        """Where the stages report progress: stderr bars, unless --no-progress / GUIDERAG_PROGRESS=0."""
+        return ProgressReporter(enabled=self.cli.progress)
 
     def guideline_scope(self, gid: str) -> GuidelineScope:
         """Guideline `gid` of this store: its index folder, URL workbook and check status."""

@@ -194,8 +194,8 @@ def test_a_cycle_through_a_type_checking_import_is_a_cycle() -> None:
 # theirs depends on guiderag.settings, directly or through a module it imports. The one
 # exception is a stage's CLI layer (its commands.py: `run_<name>(args, settings)`), which
 # splits the Settings it is given into the stage's parts.
-OWN_CONFIG_STAGES = ("guiderag.store", "guiderag.scraper")
-CLI_LAYER = frozenset({"guiderag.scraper.commands"})
+OWN_CONFIG_STAGES = ("guiderag.store", "guiderag.scraper", "guiderag.retrieval")
+CLI_LAYER = frozenset({"guiderag.scraper.commands", "guiderag.retrieval.commands"})
 SETTINGS = "guiderag.settings"
 
 

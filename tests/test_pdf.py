@@ -10,6 +10,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.errors import PdfRefusedError
 from guiderag.guideline import DEFAULT_GUIDELINE
 from guiderag.scraper import pdfscan, scrape_site, urls
@@ -129,8 +130,8 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert sorted(again.summary.unchanged) == [ch1, ch2] and not again.summary.corpus_changed
         assert not check_guideline(settings.scraper, settings.storage, scope).diverged
 
-        retrieval.build_index(settings, scope)
-        with Library(settings) as library:
+        retrieval.build_index(settings.retrieval, settings.storage, scope)
+        with Library(BotConfig.of(settings)) as library:
             answer = library.ask("手術の後、退院はいつごろになりますか？")
         assert answer.governed
         shown = answer.to_json()["passages"]
@@ -172,8 +173,8 @@ def test_the_coverage_evidence_reads_the_section_that_answers_not_the_document_s
     scope = fast_settings.guideline_scope(DEFAULT_GUIDELINE)
     with _site(chapter().build(), _second()).serve() as base:
         scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html", guideline=scope)
-    retrieval.build_index(fast_settings, scope)
-    retriever = retrieval.load_retriever(fast_settings, scope)
+    retrieval.build_index(fast_settings.retrieval, fast_settings.storage, scope)
+    retriever = retrieval.load_retriever(fast_settings.retrieval, fast_settings.storage, scope)
     assert isinstance(retriever, OursRetriever)
     question = "手術の前の検査では何を調べますか？"  # answered by Q1, the first of ch1's sections
     result = retriever.search(question)

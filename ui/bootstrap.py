@@ -191,7 +191,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
                 "check data/sample_site and the scraper's classification"
             )
         report(0.7, f"{status.pages} ページを読み込みました。検索用の索引を作っています…")
-        retrieval.build_index(local)
+        retrieval.build_index(local.retrieval, local.storage, progress=local.progress_reporter)
         report(1.0, "準備ができました。")
         return BootstrapResult(
             built=True, pages=status.pages, toc_url=scraped.toc_url, summary=summary.describe()
