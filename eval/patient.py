@@ -94,19 +94,19 @@ def open_run(settings: Any) -> Any:
     measure recorded, so that the outcome at any cut is exact."""
     from guiderag.settings import COVERAGE_MODEL, OURS
 
-    if settings.coverage_decision == COVERAGE_MODEL and settings.pipeline == OURS:
+    if settings.answer.coverage_decision == COVERAGE_MODEL and settings.retrieval.pipeline == OURS:
         return settings.replace(coverage_operating_point=0.0)
-    return settings.replace(min_line_coverage=CURVE_RUN_GATE) if settings.min_line_coverage > 0 else settings
+    return settings.replace(min_line_coverage=CURVE_RUN_GATE) if settings.answer.min_line_coverage > 0 else settings
 
 
 def operating_point(rows: Sequence[dict], settings: Any) -> float:
     """Where the decision cuts: the coverage model's own operating point (recorded in the
-    answers of the open run), or settings.min_line_coverage under the rules."""
+    answers of the open run), or settings.answer.min_line_coverage under the rules."""
     for r in rows:
         block = ((r.get("json") or {}).get("retrieval") or {}).get("coverage_model")
         if block:
             return float(block.get("model_operating_point", block.get("operating_point", 0.0)))
-    return float(settings.min_line_coverage)
+    return float(settings.answer.min_line_coverage)
 
 
 def _measure(row: dict) -> float | None:
@@ -324,7 +324,7 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
                                 label="patient")
         categories = {p.question.id: p.category for p in questions}
         rep = suite_report("patient-gastric", outcome.rows, categories, operating_point(outcome.rows, settings),
-                           settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)
+                           settings.retrieval.threshold, IN_CATEGORIES, OUT_CATEGORIES)
         rep.notes.append(f"site: {path / 'site'}; {stored} pages stored by the scraper")
         if keep:
             rep.notes.append(f"site store and results workbook: {work}")

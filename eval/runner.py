@@ -303,9 +303,9 @@ def _worker_batch(batch: list[tuple[int, Question]]) -> list[tuple[int, dict]]:
 
 
 def worker_count(settings: Settings, n_questions: int) -> int:
-    """Processes to use: settings.eval_workers, or (0) one per core for big sets."""
-    if settings.eval_workers > 0:
-        return settings.eval_workers
+    """Processes to use: settings.eval.eval_workers, or (0) one per core for big sets."""
+    if settings.eval.eval_workers > 0:
+        return settings.eval.eval_workers
     if n_questions < PARALLEL_MIN:
         return 1
     return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
@@ -330,7 +330,7 @@ def run_questions(
     (marked partial), and EvalInterrupted (a KeyboardInterrupt) says so; an interrupt
     before any question was done writes nothing, leaving an older workbook as it was.
     """
-    mode = mode or settings.mode
+    mode = mode or settings.answer.mode
     settings = settings.replace(mode=mode)
     if mode != EXTRACT and not settings.model_configured:
         raise ModelNotConfiguredError(
@@ -354,12 +354,12 @@ def run_questions(
     def meta_base() -> list[tuple[str, Any]]:
         return [
             ("mode", mode),
-            ("pipeline", settings.pipeline),
-            ("threshold", settings.threshold),
-            ("db", str(settings.db)),
+            ("pipeline", settings.retrieval.pipeline),
+            ("threshold", settings.retrieval.threshold),
+            ("db", str(settings.storage.db)),
             ("corpus_version", corpus_version),
-            ("answer_model", settings.answer_model if mode != EXTRACT else None),
-            ("keywords_model", settings.keywords_model),
+            ("answer_model", settings.model.answer_model if mode != EXTRACT else None),
+            ("keywords_model", settings.model.keywords_model),
             ("worker_processes", workers),
             ("started_at", started),
             *extra_meta,
@@ -407,7 +407,7 @@ def run_questions(
         else:
             asker = _Asker(settings, mode, retriever, llm)
             corpus_version = asker.library.corpus_versions()
-        with Progress(len(questions), label, enabled=settings.progress) as bar:
+        with Progress(len(questions), label, enabled=settings.cli.progress) as bar:
             if asker is not None:
                 for i, q in enumerate(questions):
                     done[i] = asker.ask(q)

@@ -399,7 +399,7 @@ def test_model_failure_with_fallback_says_so_above_the_extract_answer(
 
 
 def test_long_question_is_answered_with_a_note_that_it_was_cut(store_copy: Path) -> None:
-    limit = Settings.load().max_question_chars
+    limit = Settings.load().answer.max_question_chars
     question = IN_SCOPE + "詳しく知りたいです。" * (limit // 5)
     at = ask(start_app(), question)
     [turn] = history(at)

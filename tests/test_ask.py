@@ -156,9 +156,9 @@ def test_property_extract_answers_are_verbatim_stored_lines(db, words):
     data = answer.to_json()
     if answer.governed:
         assert_verbatim(db, data)
-        assert len(answer.answer) <= settings.answer_chars or "\n" not in answer.answer
+        assert len(answer.answer) <= settings.answer.answer_chars or "\n" not in answer.answer
     else:
-        assert answer.answer == settings.refusal_message and not answer.passages
+        assert answer.answer == settings.answer.refusal_message and not answer.passages
 
 
 _RETRIEVERS: dict[Path, object] = {}
@@ -326,7 +326,7 @@ def test_property_lines_answers_are_verbatim_stored_lines(db, reply):
     if answer.governed:
         assert_verbatim(db, answer.to_json())
     else:
-        assert answer.answer == settings.refusal_message and not answer.passages
+        assert answer.answer == settings.answer.refusal_message and not answer.passages
 
 
 def test_refusal_and_escalation_texts_are_configurable(db, capsys, monkeypatch):

@@ -49,7 +49,7 @@ def test_governed_answer_row_records_exactly_what_was_shown(settings, retriever)
     assert row["answer"] == answer.answer
     assert row["mode"] == row["requested_mode"] == "extract"
     assert json.loads(row["keywords"]) == answer.keywords and answer.keywords
-    assert row["threshold"] == settings.threshold and row["top_score"] == pytest.approx(answer.retrieval["top_score"])
+    assert row["threshold"] == settings.retrieval.threshold and row["top_score"] == pytest.approx(answer.retrieval["top_score"])
     assert row["corpus_version"] == retriever.corpus_version
     shown = json.loads(row["shown"])
     assert shown == [{"url": p.url, "version": p.version, "lines": p.lines, "content_hash": p.content_hash}
@@ -146,7 +146,7 @@ def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_pat
 
 
 def test_export_refuses_a_non_xlsx_path_and_changes_nothing(sqlite_settings, tmp_path):
-    with Store(sqlite_settings.db, create=False) as store:
+    with Store(sqlite_settings.storage.db, create=False) as store:
         log = AuditLog(store.conn)
         with pytest.raises(WorkbookError, match=".xlsx"):
             log.export_xlsx(tmp_path / "audit.csv")

@@ -159,7 +159,7 @@ def test_injected_or_huge_history_changes_nothing_but_is_bounded(capsys, db: Pat
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT question, conversation FROM audit ORDER BY id").fetchall()
     conversation = json.loads(rows[-1][1])
-    cap = Settings.load(db=db).max_question_chars
+    cap = Settings.load(db=db).answer.max_question_chars
     assert len(conversation["history"]) == 4 and max(len(h) for h in conversation["history"]) <= cap
     assert rows[-2][1] is None  # a question asked alone records no conversation
 
@@ -175,7 +175,7 @@ def test_the_audit_row_records_the_history_and_what_was_carried(capsys, db: Path
 
 
 def test_ask_refuses_a_history_beyond_its_bounds(capsys, db: Path) -> None:
-    limit = Settings.load(db=db).history_max_turns
+    limit = Settings.load(db=db).answer.history_max_turns
     args = ["ask", HOW_LONG, "--db", str(db)]
     for i in range(limit + 1):
         args += ["--history", f"質問{i}"]

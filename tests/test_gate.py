@@ -48,7 +48,7 @@ def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(setti
     figure = gate.judge(NO_FIGURE, result := retriever.search(NO_FIGURE))
     assert not figure.covered and figure.refused_by == ASKED_FIGURE and figure.reason == REASONS[ASKED_FIGURE]
     data = figure.retrieval_json(result)
-    assert data["asked_figure_missing"] == ["how much"] and data["min_line_coverage"] == settings.min_line_coverage
+    assert data["asked_figure_missing"] == ["how much"] and data["min_line_coverage"] == settings.answer.min_line_coverage
     assert {k: v for k, v in data.items() if k not in ("line_coverage", "min_line_coverage", "asked_figure_missing")} \
         == result.to_json()
     # routing and the keywords' check leave the asked-figure rule out: not measured, not decided

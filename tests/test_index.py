@@ -84,7 +84,7 @@ def test_rescrape_rebuilds_automatically(settings, capsys):
     old = _current(settings)
     changed = dict(PAGES)
     changed["q1.html"] = LUNG + ("肺がんの検診では、胸部エックス線検査と喀痰細胞診を行います。",)
-    write_pages(settings.db, changed)
+    write_pages(settings.storage.db, changed)
     retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "was built from corpus" in capsys.readouterr().err
     assert _current(settings) != old
@@ -145,7 +145,7 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, 
     assert _current(settings) == before
     assert not list(settings.guideline_scope("default").index_dir.glob("tmp-*"))  # the half-built folder is gone
     # a stale index that cannot be replaced: answers come from one built in memory
-    write_pages(settings.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
+    write_pages(settings.storage.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
     calls["n"] = 0
     retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "index built in memory" in capsys.readouterr().err
@@ -177,8 +177,8 @@ def test_save_and_load_round_trip(settings):
 
 
 def test_index_command(settings, monkeypatch, capsys):
-    monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.synonyms))
-    assert main(["index", "--db", str(settings.db), "--no-progress"]) == 0
+    monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.retrieval.synonyms))
+    assert main(["index", "--db", str(settings.storage.db), "--no-progress"]) == 0
     assert "indexed 4 pages" in capsys.readouterr().err
     assert (settings.guideline_scope("default").index_dir / "CURRENT").exists()
 

@@ -37,7 +37,7 @@ def test_each_role_uses_its_own_model():
 def test_local_server_without_api_key_still_works():
     with OpenAIStub(["ok"]) as stub:
         settings = stub_settings(stub, openai_api_key=None)
-        assert settings.openai_api_key is None
+        assert settings.model.openai_api_key is None
         assert LLMClient(settings.model).complete("s", "u") == "ok"
 
 

@@ -107,7 +107,7 @@ def test_a_question_whose_words_lie_over_a_qa_page_is_answered(settings) -> None
     # and clears only the lower threshold of a Q&A page; with both off, a refusal
     no_page = retrieval.load_retriever(dataclasses.replace(settings.retrieval, qa_page_weight=0.0), settings.storage).search(question)
     assert no_page.top_score < answer.retrieval["top_score"]
-    assert settings.threshold ** settings.qa_threshold_exponent <= no_page.top_score < settings.threshold
+    assert settings.retrieval.threshold ** settings.retrieval.qa_threshold_exponent <= no_page.top_score < settings.retrieval.threshold
     assert _ask(settings, question, qa_page_weight=0.0).coverage == "governed"
     # under the rules before the coverage model, the threshold then refuses it
     assert _ask(settings, question, qa_page_weight=0.0, qa_threshold_exponent=1.0,
@@ -140,7 +140,7 @@ def test_an_answer_frame_word_weighs_little(settings) -> None:
     r = retrieval.load_retriever(settings.retrieval, settings.storage)
     question = "早期ダンピング症候群と後期ダンピング症候群の違いは"
     weights = r.query_weights(question)
-    assert weights["違い"] == pytest.approx(r.idf("違い") * settings.frame_word_weight)
+    assert weights["違い"] == pytest.approx(r.idf("違い") * settings.retrieval.frame_word_weight)
     full = retrieval.load_retriever(dataclasses.replace(settings.retrieval, frame_word_weight=1.0), settings.storage).query_weights(question)
     assert full["違い"] == pytest.approx(r.idf("違い"))
     share = weights["違い"] / sum(weights.values())
@@ -176,7 +176,7 @@ def test_a_patient_expression_that_is_also_a_synonym_matches_its_other_wordings(
 
     question = "点滴の薬で髪は抜けますか"
     hair = retrieval.load_retriever(settings.retrieval, settings.storage).query(question)[0].slot("髪")
-    assert hair is not None and hair.alternatives.get("脱毛") == settings.patient_table_weight
+    assert hair is not None and hair.alternatives.get("脱毛") == settings.retrieval.patient_table_weight
     answer = _ask(settings, question)
     assert answer.coverage == "governed" and "脱毛" in answer.answer
     # switched off: the table read only as the synonyms join it (as round 1 read it)

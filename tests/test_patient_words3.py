@@ -52,7 +52,7 @@ def test_a_compound_of_known_words_is_found_where_its_words_meet(settings) -> No
     r = retrieval.load_retriever(settings.retrieval, settings.storage)
     slot = r.query(question)[0].slot("胃切除")
     assert slot is not None and slot.parts == ("胃", "切除")
-    assert slot.parts_weight == settings.compound_parts_weight
+    assert slot.parts_weight == settings.retrieval.compound_parts_weight
     on = r.search(question)
     assert on.governed and on.passages[0].page.url.endswith("q1.html")
     off = _top(settings, question, compound_parts_weight=0.0)  # switched off
@@ -75,7 +75,7 @@ def test_a_patient_table_target_is_found_where_its_words_meet(settings) -> None:
     query = r.query(question)[0]
     take = query.slot("取る")
     assert take is not None and take.parts == ("胃", "切除")
-    assert take.parts_weight == pytest.approx(settings.patient_table_weight * settings.compound_parts_weight)
+    assert take.parts_weight == pytest.approx(settings.retrieval.patient_table_weight * settings.retrieval.compound_parts_weight)
     assert any(e.target == "胃+切除" for e in query.expansions)
     assert {"source": "胃を取っ", "target": "胃+切除"}.items() <= next(
         e for e in r.search(question).expansions if e["target"] == "胃+切除").items()  # listed in the answer

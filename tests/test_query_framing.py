@@ -166,6 +166,6 @@ def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
         answer = bot.ask("手術のあと、いつから仕事に戻れますか")
         assert answer.coverage == "governed", answer.retrieval
         assert "仕事に復帰" in answer.answer
-        assert answer.retrieval["line_coverage"] >= settings.min_line_coverage
+        assert answer.retrieval["line_coverage"] >= settings.answer.min_line_coverage
         refused = bot.ask("グリオーマの手術のあと仕事に戻れますか")
         assert refused.coverage == "not_governed"

@@ -59,7 +59,7 @@ def test_out_of_scope_question_is_refused(settings, retriever):
     assert result.top_score < result.threshold
     # the reference is the passages over the floor, for the coverage model to weigh (and refuse)
     assert result.passages and all(p.score < result.threshold for p in result.passages)
-    assert all(p.score >= settings.reference_floor for p in result.passages)
+    assert all(p.score >= settings.retrieval.reference_floor for p in result.passages)
     assert "糖尿病" in result.unknown_terms
     # no floor: nothing at all, as before the coverage model
     bare = retrieval.load_retriever(dataclasses.replace(settings.retrieval, reference_floor=0.0), settings.storage).search("糖尿病の食事療法について教えてください")
@@ -101,7 +101,7 @@ def test_reference_is_cut_at_line_boundaries_without_duplicates(settings):
             assert passage.page.line(n) in passage.text.split("\n")  # whole stored lines
     # the default budget takes more, still whole lines
     wide = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=0.0), settings.storage).search("治療を受ける病院の費用と手術")
-    assert 200 < wide.reference_chars <= settings.reference_chars
+    assert 200 < wide.reference_chars <= settings.retrieval.reference_chars
 
 
 def test_keywords_are_added_to_the_query(retriever):

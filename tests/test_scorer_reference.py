@@ -42,7 +42,7 @@ CONSTANTS = {
 
 def formula(settings: Settings) -> SimpleNamespace:
     """Every parameter of the formula: the constants as they are now, and the settings'."""
-    return SimpleNamespace(qa_page_weight=settings.qa_page_weight,
+    return SimpleNamespace(qa_page_weight=settings.retrieval.qa_page_weight,
                            **{name: getattr(module, attr) for name, (module, attr) in CONSTANTS.items()})
 
 
@@ -291,7 +291,7 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
         assert hits.top == float(every.max()) and hits.unknown == unknown
         above_any += len(reaching)
-        # below the threshold, the reference floor (settings.reference_floor): when no passage
+        # below the threshold, the reference floor (settings.retrieval.reference_floor): when no passage
         # reaches its threshold, every passage over the floor is listed, exactly
         floor = 0.01
         low = retriever.scorer.query_hits(query, thresholds, floor)

@@ -86,10 +86,10 @@ class Activity:
 def earlier_questions(turns: Sequence[Turn], settings: Settings) -> list[str]:
     """What a new question of this browser session is read with: the questions of its
     earlier turns that were answered or refused (not the ones that could not be read or
-    failed), oldest first, the last settings.history_max_turns. Only this session's
+    failed), oldest first, the last settings.answer.history_max_turns. Only this session's
     turns: the page keeps them in its own session state."""
     asked = [t.question for t in turns if t.answer is not None]
-    return asked[-settings.history_max_turns:]
+    return asked[-settings.answer.history_max_turns:]
 
 
 def ask(
