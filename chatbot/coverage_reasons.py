@@ -7,6 +7,7 @@ the words behind it (the question word the guideline never uses, the page it rea
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping, Sequence
 
 from .coverage_features import Measured
@@ -93,19 +94,44 @@ _SAY: dict[str, tuple[Say, Say]] = {
 }
 
 
-def explain(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool) -> list[str]:
-    """The sentences of the features that pushed most towards the decision (`governed`:
-    answered), strongest first, at most MAX_REASONS."""
+# A decision this close to the operating point (in logit) is near: its reasons also name the
+# weakest evidence, the strongest push the other way (an answer given on thin evidence says why
+# it nearly was refused).
+NEAR_LOGIT = 1.0
+NEAR_PREFIX = "判断は際どい: "
+
+
+def near(probability: float, operating_point: float) -> bool:
+    """P(governed) within NEAR_LOGIT of the operating point, in logit."""
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-6), 1.0 - 1e-6)
+        return math.log(p / (1.0 - p))
+    return abs(logit(probability) - logit(operating_point)) <= NEAR_LOGIT
+
+
+def _sentences(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool,
+               limit: int) -> list[str]:
     out: list[str] = []
     for name, push in contributions:
+        if len(out) >= limit:
+            break
         if (push > 0) != governed or name not in _SAY or abs(push) < 1e-6:
             continue
         sentence = _SAY[name][0 if governed else 1](measured)
         if sentence and sentence not in out:
             out.append(sentence)
-        if len(out) >= MAX_REASONS:
-            break
     return out
+
+
+def explain(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool,
+            close: bool = False) -> list[str]:
+    """The sentences of the features that pushed most towards the decision (`governed`:
+    answered), strongest first, at most MAX_REASONS. `close` (the decision is `near` its
+    operating point): the last of them is the weakest evidence, the feature that pushed
+    most the other way, marked NEAR_PREFIX."""
+    weakest = _sentences(contributions, measured, not governed, 1) if close else []
+    out = _sentences(contributions, measured, governed, MAX_REASONS - len(weakest))
+    return out + [NEAR_PREFIX + w for w in weakest if w not in out]
 
 
 def rule_reason(retrieval: Mapping[str, object]) -> str:
