@@ -127,11 +127,16 @@ def explain(contributions: Sequence[tuple[str, float]], measured: Measured, gove
             close: bool = False) -> list[str]:
     """The sentences of the features that pushed most towards the decision (`governed`:
     answered), strongest first, at most MAX_REASONS. `close` (the decision is `near` its
-    operating point): the last of them is the weakest evidence, the feature that pushed
-    most the other way, marked NEAR_PREFIX."""
-    weakest = _sentences(contributions, measured, not governed, 1) if close else []
-    out = _sentences(contributions, measured, governed, MAX_REASONS - len(weakest))
-    return out + [NEAR_PREFIX + w for w in weakest if w not in out]
+    operating point), or no feature for the decision that can be said: the last of them is
+    the weakest evidence, the feature that pushed most the other way, marked NEAR_PREFIX
+    (a decision is never given without a reason an evaluator can read, when there is one)."""
+    out = _sentences(contributions, measured, governed, MAX_REASONS)
+    if not (close or not out):
+        return out
+    weakest = [w for w in _sentences(contributions, measured, not governed, 1) if w not in out]
+    if weakest and len(out) >= MAX_REASONS:
+        out = out[:MAX_REASONS - 1]
+    return out + [NEAR_PREFIX + w for w in weakest]
 
 
 def rule_reason(retrieval: Mapping[str, object]) -> str:
