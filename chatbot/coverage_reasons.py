@@ -98,7 +98,7 @@ _SAY: dict[str, tuple[Say, Say]] = {
 # weakest evidence, the strongest push the other way (an answer given on thin evidence says why
 # it nearly was refused).
 NEAR_LOGIT = 1.0
-NEAR_PREFIX = "判断は際どい: "
+NEAR_PREFIX = "最も弱い根拠: "
 
 
 def near(probability: float, operating_point: float) -> bool:
