@@ -22,7 +22,7 @@ from guiderag.retrieval.lines import LineAnalyses
 
 from . import coverage_model as cm
 from .coverage import adds_terms, measure_result
-from .coverage_reasons import explain, quote, unknown_words
+from .coverage_reasons import explain, near, quote, unknown_words
 
 if TYPE_CHECKING:
     from guiderag.retrieval.pipeline_ours import OursRetriever
@@ -102,7 +102,7 @@ class CoverageDecision:
                                    ms=(time.perf_counter() - started) * 1000.0, model_operating_point=own)
         p = self.model.probability(measured.values)
         covered = p >= cut
-        reasons = explain(self.model.contributions(measured.values), measured, covered)
+        reasons = explain(self.model.contributions(measured.values), measured, covered, near(p, cut))
         used = {n: measured.values.get(n, 0.0) for n in self.model.features}
         return CoverageVerdict(covered, p, cut, tuple(reasons), self.source, self.form,
                                used, (time.perf_counter() - started) * 1000.0, own)

@@ -65,7 +65,7 @@ FEATURES: tuple[tuple[str, str], ...] = (
     ("unknown_specific", "specific words the guideline never uses"),
     ("unknown_common", "everyday words the guideline never uses"),
     ("unknown_partial", "compounds the guideline never uses, of words it does use"),
-    ("unknown_paraphrase", "compounds the guideline never uses whose every word the best page says (胃切除 where it says 胃を切除)"),
+    ("unknown_paraphrase", "compounds the guideline never uses whose words one line of the best page says together (胃切除 where it says 胃を切除)"),
     ("passing_named", "a disease or organ the guideline names only in passing (on a few pages, in no title)"),
     ("unknown_when", "adverb-like nouns the guideline never uses (先月, 来週)"),
     ("unknown_mass", "the share of the question's mass in words the guideline never uses"),
@@ -103,7 +103,7 @@ class Measured:
     unknown_specific: list[str] = field(default_factory=list)
     unknown_common: list[str] = field(default_factory=list)
     unknown_partial: list[str] = field(default_factory=list)  # unknown compounds of known words
-    unknown_paraphrase: list[str] = field(default_factory=list)  # ... every one of them on the best page
+    unknown_paraphrase: list[str] = field(default_factory=list)  # ... said together in a line of the best page
     passing_named: list[str] = field(default_factory=list)  # diseases, organs named only in passing
     missing_units: list[str] = field(default_factory=list)  # units asked (何時間) the best page gives no figure in
     unknown_when: list[str] = field(default_factory=list)  # unknown adverb-like nouns (先月, 来週)
@@ -209,6 +209,18 @@ def _parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
     return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
 
 
+def said_together(parts: Sequence[SlotFact]) -> bool:
+    """Some line of the best page (or its title) holds every one of `parts` (胃 and 切除 in
+    胃を切除する): the compound is a paraphrase of what the page says, not its words
+    scattered over the page."""
+    common: set[int] | None = None
+    for g in parts:
+        common = set(g.top_lines) if common is None else common & set(g.top_lines)
+        if not common:
+            return False
+    return bool(common)
+
+
 def _unknown_disease(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
     """An unknown word that names a disease or organ not the guideline's own (乳腺炎, 大腸炎)."""
     return _named(fact) in (DISEASE, ORGAN) and not _own_disease(fact, facts)
@@ -243,10 +255,12 @@ def measure(
             # お正月, じん and ましん of じんましん) is no second unknown word
             continue
         parts = _parts(f, facts)
-        if parts and all(g.known and g.top_page > 0 for g in parts) and not _unknown_disease(f, facts):
-            m.unknown_paraphrase.append(f.surface)  # 胃切除 where the best page says 胃 and 切除
+        if parts and all(g.known for g in parts) and said_together(parts) and not _unknown_disease(f, facts):
+            m.unknown_paraphrase.append(f.surface)  # 胃切除 where a line of the best page says 胃を切除
         elif any(k != f.surface and k in f.surface for k in known_surfaces):
-            m.unknown_partial.append(f.surface)  # a compound of words the guideline uses (胃切除)
+            # a compound of words the guideline uses, never said together (確定申告 where one
+            # line says 確定 and another 申告): another topic in the guideline's words
+            m.unknown_partial.append(f.surface)
         elif f.zipf is None or f.zipf <= SPECIFIC_ZIPF:
             m.unknown_specific.append(f.surface)
         elif f.adverbial:

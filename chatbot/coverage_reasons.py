@@ -7,6 +7,7 @@ the words behind it (the question word the guideline never uses, the page it rea
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping, Sequence
 
 from .coverage_features import Measured
@@ -93,19 +94,49 @@ _SAY: dict[str, tuple[Say, Say]] = {
 }
 
 
-def explain(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool) -> list[str]:
-    """The sentences of the features that pushed most towards the decision (`governed`:
-    answered), strongest first, at most MAX_REASONS."""
+# A decision this close to the operating point (in logit) is near: its reasons also name the
+# weakest evidence, the strongest push the other way (an answer given on thin evidence says why
+# it nearly was refused).
+NEAR_LOGIT = 1.0
+NEAR_PREFIX = "最も弱い根拠: "
+
+
+def near(probability: float, operating_point: float) -> bool:
+    """P(governed) within NEAR_LOGIT of the operating point, in logit."""
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-6), 1.0 - 1e-6)
+        return math.log(p / (1.0 - p))
+    return abs(logit(probability) - logit(operating_point)) <= NEAR_LOGIT
+
+
+def _sentences(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool,
+               limit: int) -> list[str]:
     out: list[str] = []
     for name, push in contributions:
+        if len(out) >= limit:
+            break
         if (push > 0) != governed or name not in _SAY or abs(push) < 1e-6:
             continue
         sentence = _SAY[name][0 if governed else 1](measured)
         if sentence and sentence not in out:
             out.append(sentence)
-        if len(out) >= MAX_REASONS:
-            break
     return out
+
+
+def explain(contributions: Sequence[tuple[str, float]], measured: Measured, governed: bool,
+            close: bool = False) -> list[str]:
+    """The sentences of the features that pushed most towards the decision (`governed`:
+    answered), strongest first, at most MAX_REASONS. `close` (the decision is `near` its
+    operating point), or no feature for the decision that can be said: the last of them is
+    the weakest evidence, the feature that pushed most the other way, marked NEAR_PREFIX
+    (a decision is never given without a reason an evaluator can read, when there is one)."""
+    out = _sentences(contributions, measured, governed, MAX_REASONS)
+    if not (close or not out):
+        return out
+    weakest = [w for w in _sentences(contributions, measured, not governed, 1) if w not in out]
+    if weakest and len(out) >= MAX_REASONS:
+        out = out[:MAX_REASONS - 1]
+    return out + [NEAR_PREFIX + w for w in weakest]
 
 
 def rule_reason(retrieval: Mapping[str, object]) -> str:

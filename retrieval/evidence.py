@@ -58,6 +58,9 @@ class SlotFact:
     # how many of its pages hold it in their title, for a word on at most TITLE_PAGES pages
     # (-1: on more pages, not counted): a word no title names is mentioned in passing
     title_pages: int = -1
+    # the lines of the best page (0: its title) holding one of its alternatives: whether two
+    # words are said together there (胃を切除 in one line), not only somewhere on the page
+    top_lines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class QueryEvidence:
 
 # The titles of a word's pages are read only for a word on at most this many pages.
 TITLE_PAGES = 3
+# Pages whose lines' terms (`_line_terms`) are kept per index.
+PAGE_LINES_CACHE = 256
 
 
 class _IndexCache:
@@ -98,6 +103,7 @@ class _IndexCache:
         self.lengths = np.bincount(held - self.first, minlength=data.n_pages)
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
+        self.page_lines: dict[int, dict[int, tuple[int, ...]]] = {}
 
 
 _CACHES: dict[int, tuple[weakref.ref, _IndexCache]] = {}
@@ -131,6 +137,26 @@ def _title_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> froz
     return found
 
 
+def _line_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> dict[int, tuple[int, ...]]:
+    """Page `row`'s lines holding each term (term id -> line numbers, 0: the title), from the
+    line analyses stored with the index (retrieval.lines.LineData)."""
+    with cache.lock:
+        found = cache.page_lines.get(row)
+    if found is None:
+        lines = retriever.data.lines
+        first, stop = int(lines.text_first[row]), int(lines.text_first[row + 1])
+        held: dict[int, list[int]] = {}
+        for number, i in enumerate(range(first, stop)):
+            for t in set(lines.term_ids[lines.term_ptr[i]:lines.term_ptr[i + 1]].tolist()):
+                held.setdefault(int(t), []).append(number)
+        found = {t: tuple(ns) for t, ns in held.items()}
+        with cache.lock:
+            if len(cache.page_lines) >= PAGE_LINES_CACHE:
+                cache.page_lines.clear()
+            cache.page_lines[row] = found
+    return found
+
+
 def _page_rows(cache: _IndexCache, col: int) -> tuple[np.ndarray, np.ndarray]:
     """The pages holding column `col` (page rows, sorted) and its value on each of them."""
     m = cache.matrix
@@ -149,6 +175,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
     cache = _cache(retriever)
     top_row: int | None = result.candidates[0].row if result.candidates else None
     title_terms = _title_terms(retriever, cache, top_row) if top_row is not None else frozenset()
+    top_lines = _line_terms(retriever, cache, top_row) if top_row is not None else {}
     base, extended = retriever.query(question, keywords, result.context)  # a follow-up as read
     query = extended or base
     facts: list[SlotFact] = []
@@ -159,7 +186,9 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
         in_title = 0.0
         weight = 0.0
         titled: set[int] = set()
+        said: set[int] = set()
         for a, lam in alts:
+            said.update(top_lines.get(vocab[a], ()))
             rows, values = _page_rows(cache, vocab[a])
             best_pages = max(best_pages, len(rows))
             if len(rows) <= TITLE_PAGES:
@@ -180,6 +209,7 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
             expansion_only=bool(alts) and not exact, top_weight=weight,
             adverbial=not alts and _adverbial(slot.surface or slot.term),
             title_pages=len(titled) if best_pages <= TITLE_PAGES else -1,
+            top_lines=tuple(sorted(said)),
         ))
     qa = bool(top_row is not None and retriever._qa_pages[top_row])
     return QueryEvidence(tuple(facts), data.n_pages, top_row, qa,

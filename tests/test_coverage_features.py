@@ -3,9 +3,17 @@
 - a lab value that is high (CEAが高い) asks no price; a price, a fee or 無料 does;
 - the units a figure is asked in (何時間, 何歳) are read, 何回も (many times) is not one;
 - the parts of an unknown word the analyser also read (じん of じんましん) are not a second
-  unknown disease, so the reasons never quote them.
+  unknown disease, so the reasons never quote them;
+- an unknown compound of known words is a paraphrase only when one line of the best page
+  says its words together (胃を切除 for 胃切除), else an unknown partial word (確定申告 where
+  確定 and 申告 are in two different lines): real MeCab, a real store and index.
 """
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from guiderag.chatbot.answer_type import HOW_MUCH, asked_kinds
 from guiderag.chatbot.coverage_features import PageFacts, asked_units, measure
@@ -48,3 +56,55 @@ def test_the_parts_of_an_unknown_word_are_no_second_disease() -> None:
     m = measure("白血病の治療", 0.2, [0.2], True, QueryEvidence(other, 30, 0, True, "Q1", 50, 60.0), 0.3,
                 PageFacts(), PageFacts())
     assert m.unknown_diseases == ["白血病"] and m.values["unknown_disease"] == 1.0
+
+
+# A small Q&A guidebook: its after-surgery page says 胃を切除 in one line, and 確定 and 申告
+# only in two different lines (a diagnosis confirmed; symptoms reported to the doctor).
+PARAPHRASE_PAGES = {
+    f"http://guide.test/q{i}.html": (title, *lines) for i, (title, lines) in enumerate([
+        ("Q1 手術のあとの生活はどうなりますか？",
+         ("手術後の生活", "胃を切除したあとは、食事を少しずつとるようにします。",
+          "病理検査で診断が確定したら、術後の治療を決めます。",
+          "体調の変化は、遠慮せずに医師に申告してください。")),
+        ("Q2 検査にはどのようなものがありますか？",
+         ("主な検査", "内視鏡検査、CT検査、血液検査などを行います。")),
+        ("Q3 治療費の負担を軽くする制度はありますか？",
+         ("高額療養費制度", "医療費の自己負担が上限額を超えた分は、高額療養費制度で払い戻されます。")),
+        ("Q4 薬物療法の副作用にはどのようなものがありますか？",
+         ("主な副作用", "吐き気、口内炎、しびれなどが起こることがあります。")),
+    ], 1)
+}
+
+
+@pytest.fixture(scope="module")
+def paraphrase_guide(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from chatbot_helpers import indexed_settings
+
+    from guiderag import retrieval
+
+    settings = indexed_settings(Path(tmp_path_factory.mktemp("coverage-paraphrase")), PARAPHRASE_PAGES)
+    return retrieval.load_retriever(settings)
+
+
+def _measured(retriever: Any, question: str) -> Any:
+    from guiderag.chatbot.coverage import measure_inputs
+
+    inputs = measure_inputs(question, retriever.search(question, None), retriever, retriever.analyze)
+    return inputs, inputs.measure()
+
+
+def test_a_compound_is_a_paraphrase_only_when_one_line_says_its_words_together(paraphrase_guide: Any) -> None:
+    """胃切除 where a line of the best page says 胃を切除 is the page's own topic in other words;
+    確定申告 (a tax return), whose 確定 and 申告 the page says only in two different lines, is
+    another topic in the guideline's words: an unknown (partial) word, weighing against."""
+    inputs, m = _measured(paraphrase_guide, "胃切除のあとの食事はどうすればいいですか？")
+    assert inputs.evidence.top_title.startswith("Q1")
+    assert any("胃切除" in w for w in m.unknown_paraphrase), (m.unknown_paraphrase, m.unknown_partial)
+    assert not any("胃切除" in w for w in m.unknown_partial)
+    inputs, m = _measured(paraphrase_guide, "確定申告をすると戻ってくるって聞いたんですけど、どうやるんですか？")
+    assert inputs.evidence.top_title.startswith("Q1")
+    parts = {f.surface: f for f in inputs.evidence.slots if f.surface in ("確定", "申告")}
+    assert set(parts) == {"確定", "申告"} and all(f.top_page > 0 for f in parts.values())  # both on the page ...
+    assert not set(parts["確定"].top_lines) & set(parts["申告"].top_lines)  # ... in no line together
+    assert "確定申告" in m.unknown_partial and "確定申告" not in m.unknown_paraphrase
+    assert m.values["unknown_partial"] == 1.0 and m.values["unknown_paraphrase"] == 0.0

@@ -237,3 +237,36 @@ def test_the_shipped_qa_cut_is_chosen_for_its_training_target_and_carries_the_cu
     below = [r for c, r in curve if c < model.operating_point - 0.01]
     assert below and max(below) < TRAINING_TARGET[QA] <= max(r for c, r in curve if c <= model.operating_point + 0.005)
     assert 0.0 <= at_point <= 1.0
+
+
+
+WIG = "脱毛はいつ始まりますか？かつらも考えています"  # かつら: a word the guidebook never uses
+
+
+def test_near_the_operating_point_the_reasons_name_the_weakest_evidence(qa_settings: Settings) -> None:
+    """An answer given close to the cut says what nearly refused it (marked NEAR_PREFIX);
+    one given far above the cut, with reasons of its own, gives only those."""
+    from guiderag import retrieval
+    from guiderag.chatbot.coverage_decision import CoverageDecision
+    from guiderag.chatbot.coverage_reasons import NEAR_PREFIX, near
+
+    retriever = retrieval.load_retriever(qa_settings)
+    decision = CoverageDecision.for_retriever(retriever)
+    result = retriever.search(WIG, None)
+    p = decision.judge(WIG, result, retriever, retriever.analyze).probability
+    close = decision.judge(WIG, result, retriever, retriever.analyze, operating_point=p - 1e-3)
+    assert close.covered and near(close.probability, close.operating_point)
+    assert close.reasons and close.reasons[-1].startswith(NEAR_PREFIX) and "『かつら』" in close.reasons[-1], close.reasons
+    assert not any(r.startswith(NEAR_PREFIX) for r in close.reasons[:-1])
+    hair = retriever.search(HAIR, None)
+    far = decision.judge(HAIR, hair, retriever, retriever.analyze, operating_point=0.05)
+    assert far.covered and not near(far.probability, far.operating_point) and far.reasons
+    assert not any(r.startswith(NEAR_PREFIX) for r in far.reasons), far.reasons
+    # an answer no feature for answering can explain (only a positive weight with no sentence,
+    # unknown_when) is given with its weakest evidence, close to the cut or not
+    from guiderag.chatbot.coverage import measure_result
+    from guiderag.chatbot.coverage_reasons import explain
+
+    measured = measure_result(WIG, result, retriever, retriever.analyze)
+    reasons = explain([("unknown_when", 0.9), ("page_coverage", -0.5)], measured, True)
+    assert len(reasons) == 1 and reasons[0].startswith(NEAR_PREFIX) and "最も近いページ" in reasons[0], reasons
