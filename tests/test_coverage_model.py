@@ -250,7 +250,7 @@ def test_near_the_operating_point_the_reasons_name_the_weakest_evidence(qa_setti
     from guiderag.chatbot.coverage_decision import CoverageDecision
     from guiderag.chatbot.coverage_reasons import NEAR_PREFIX, near
 
-    retriever = retrieval.load_retriever(qa_settings)
+    retriever = retrieval.load_retriever(qa_settings.retrieval, qa_settings.storage)
     decision = CoverageDecision.for_retriever(retriever)
     result = retriever.search(WIG, None)
     p = decision.judge(WIG, result, retriever, retriever.analyze).probability
