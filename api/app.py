@@ -4,20 +4,20 @@
   `ask --json`, audited the same way (the audit row is committed before the reply);
   `history`: the conversation's earlier questions, oldest first (stateless: the caller
   keeps them; a follow-up is read with them, chatbot.conversation), at most
-  settings.history_max_turns texts of at most api_max_question_chars each: beyond, 422 and
+  settings.answer.history_max_turns texts of at most api_max_question_chars each: beyond, 422 and
   no audit row;
 - `GET /v1/pages` (`?guideline=ID`), `GET /v1/guidelines`; `GET /healthz` (the process
   lives: answered on the event loop, never touching the store or the request threads);
   `GET /readyz` (store reachable and indexes loaded, else 503, within
-  settings.api_ready_timeout_s whatever the store does: api/health.py); the OpenAPI
+  settings.api.api_ready_timeout_s whatever the store does: api/health.py); the OpenAPI
   description at /openapi.json (and /docs).
 - Every error is JSON `{"error": {"code": ..., "message": ...}}`: 400/422 bad input, 401
   without the configured API key, 404/405 unknown route or method, 413 a body over
-  settings.api_max_body_bytes, 503 a model, the store or the index unavailable, 500 anything
+  settings.api.api_max_body_bytes, 503 a model, the store or the index unavailable, 500 anything
   else (the traceback goes to the server log, never to the client). A message names no
   credential and no path of this machine (api/public.py; the server log has it whole).
-- With settings.api_key set, /v1 requires `Authorization: Bearer <key>` (constant-time
-  comparison). CORS headers only for the origins in settings.api_cors_origins.
+- With settings.api.api_key set, /v1 requires `Authorization: Bearer <key>` (constant-time
+  comparison). CORS headers only for the origins in settings.api.api_cors_origins.
 
 Routes that touch the store are plain functions: FastAPI runs them in its thread pool, so
 answers run concurrently (MeCab and the audit log take their own locks). What needs no
@@ -146,11 +146,11 @@ def check_api_key(key: str | None) -> None:
 
 
 def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
-    """The application over settings.db; one Service (one loaded index) per process.
+    """The application over settings.storage.db; one Service (one loaded index) per process.
     InputError for an API key no client could send (check_api_key)."""
-    check_api_key(settings.api_key)
+    check_api_key(settings.api.api_key)
     service = service or Service(settings)
-    readiness = Readiness(service, settings.api_ready_timeout_s)
+    readiness = Readiness(service, settings.api.api_ready_timeout_s)
     app = FastAPI(
         title="guiderag",
         version="1",
@@ -162,10 +162,10 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         return public_message(message, settings, log=_log, what=what)
 
     async def require_key(request: Request) -> None:
-        if not settings.api_key:
+        if not settings.api.api_key:
             return
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api_key.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.api.api_key.encode()):
             raise _Unauthorized()
 
     @app.exception_handler(_Unauthorized)
@@ -211,7 +211,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
     @app.get("/readyz", tags=["health"], responses={503: {"description": "store or index unavailable"}})
     async def readyz() -> JSONResponse:
         """200 when the store answers and the index of its corpus is loaded, else 503; within
-        settings.api_ready_timeout_s ("store not answering" when the store has not answered)."""
+        settings.api.api_ready_timeout_s ("store not answering" when the store has not answered)."""
         ready, why = await readiness.probe()
         if not ready:
             return _error(503, "not_ready", public(why, "503 /readyz"))
@@ -220,10 +220,10 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
     @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)])
     def ask(body: AskRequest) -> dict[str, Any]:
         """Answer one question: the answer object of `guiderag ask --json`, audited first."""
-        if len(body.question) > settings.api_max_question_chars:
-            raise _BadField("question", f"at most {settings.api_max_question_chars} characters")
+        if len(body.question) > settings.api.api_max_question_chars:
+            raise _BadField("question", f"at most {settings.api.api_max_question_chars} characters")
         try:
-            check_history(body.history, settings, settings.api_max_question_chars)
+            check_history(body.history, settings.answer, settings.api.api_max_question_chars)
         except InputError as exc:
             raise _BadField("history", str(exc)) from exc
         return service.ask(body.question, body.mode, body.guideline, body.history).to_json()
@@ -243,13 +243,13 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         return {"guidelines": service.guidelines()}
 
     asgi: Any = app
-    if settings.api_cors_origins.strip():
+    if settings.api.api_cors_origins.strip():
         from starlette.middleware.cors import CORSMiddleware
 
-        origins = [o.strip() for o in settings.api_cors_origins.split(",") if o.strip()]
+        origins = [o.strip() for o in settings.api.api_cors_origins.split(",") if o.strip()]
         app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
-    app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.api.api_max_body_bytes)
     return asgi
 
 

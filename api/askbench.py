@@ -20,6 +20,7 @@ from guiderag.resources import question_set
 from guiderag.settings import EXTRACT, Settings
 
 if TYPE_CHECKING:
+    from guiderag.chatbot.config import BotConfig
     from guiderag.chatbot.library import Library
 
 # Asked first by each library (its index loaded, its resources read), not measured.
@@ -44,9 +45,10 @@ def sample_questions(path: Path | None = None) -> list[str]:
 
 
 def _library(settings: Settings, db: str) -> Library:
+    from guiderag.chatbot.config import BotConfig
     from guiderag.chatbot.library import Library
 
-    library = Library(settings.replace(db=db, mode=EXTRACT))
+    library = Library(BotConfig.of(settings.replace(db=db, mode=EXTRACT)))
     for q in WARM_UP:
         library.ask(q)
     return library

@@ -9,27 +9,27 @@ from guiderag.settings import Settings
 
 def run_serve(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the API until interrupted. One worker: the index is loaded on the first request
-    (or /readyz); several: loaded before they are forked (settings.api_preload), or by each."""
+    (or /readyz); several: loaded before they are forked (settings.api.api_preload), or by each."""
     import uvicorn
 
     from .app import create_app
     from .protocol import with_request_timeout
 
     app = create_app(settings)
-    workers = settings.api_workers
+    workers = settings.api.api_workers
     print(f"guiderag: serving {settings.store_name} on http://{args.host}:{args.port} "
           f"with {workers} worker{'s' if workers != 1 else ''} "
-          f"(API key {'required' if settings.api_key else 'not set: open to anyone who can connect'})",
+          f"(API key {'required' if settings.api.api_key else 'not set: open to anyone who can connect'})",
           file=sys.stderr)
     options = dict(log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=10,
-                   http=with_request_timeout(settings.api_request_timeout_s))
+                   http=with_request_timeout(settings.api.api_request_timeout_s))
     if workers == 1:
         uvicorn.run(app, host=args.host, port=args.port, **options)  # type: ignore[arg-type]
         return 0
     from .workers import listen, supervise
 
     sock = listen(args.host, args.port)
-    if settings.api_preload:
+    if settings.api.api_preload:
         ready, why = app.state.service.readiness()  # loads every guideline's index, once
         if not ready:
             print(f"guiderag: not ready yet ({why}); each worker loads the library when it can", file=sys.stderr)

@@ -4,7 +4,7 @@ The readiness check touches the store (its state) and may load the indexes; a st
 hangs (a PostgreSQL server stopped, a network partition) would hang the probe with it,
 and a probe run on the request threads would wait behind every request stuck on the same
 store. So the check runs on a thread of its own, one at a time (a probe arriving while
-one runs waits for the same one), and the probe answers within settings.api_ready_timeout_s:
+one runs waits for the same one), and the probe answers within settings.api.api_ready_timeout_s:
 "store not answering" while the check still waits on the store, "loading the index" while
 it loads, ready or the reason when it finished. /healthz needs none of this: it answers
 on the event loop without touching the store (api/app.py).

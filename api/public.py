@@ -27,10 +27,10 @@ _STORE_WORDS = r"(?:the (?:page |SQLite |PostgreSQL )?store (?:file )?(?:at |in 
 def _store_names(settings: Settings) -> list[str]:
     """How messages name where this store lives (its paths on this machine, its URL as given
     and as shown), longest first."""
-    paths = {settings.db, settings.db.with_name(settings.db.name + ".index"), settings.db.parent, user_data_dir()}
-    if settings.index_root is not None:
-        paths.add(settings.index_root)
-    names = {str(p) for p in paths} | ({settings.store_url, settings.store_name} if settings.store_url else set())
+    paths = {settings.storage.db, settings.storage.db.with_name(settings.storage.db.name + ".index"), settings.storage.db.parent, user_data_dir()}
+    if settings.storage.index_root is not None:
+        paths.add(settings.storage.index_root)
+    names = {str(p) for p in paths} | ({settings.storage.store_url, settings.store_name} if settings.storage.store_url else set())
     return sorted((n for n in names if n and n not in ("/", ".")), key=len, reverse=True)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot.library_cache import LibraryCache, cache_for
 from guiderag.errors import EmptyCorpusError, GuideragError
 from guiderag.settings import Settings
@@ -33,7 +34,7 @@ class Service:
     @property
     def _cache(self) -> LibraryCache:
         """The process's library cache for these settings (the chat's too, for the same)."""
-        return cache_for(self.settings)
+        return cache_for(BotConfig.of(self.settings))
 
     # -- the store ------------------------------------------------------------------
     def open_store(self) -> Store:

@@ -4,7 +4,7 @@ One uvicorn process runs one request's Python at a time (the GIL), so one proces
 about one core. With N workers the kernel hands each new connection to whichever worker
 accepts it first, and N cores answer at once.
 
-With settings.api_preload (the default) this process loads the library first (every
+With settings.api.api_preload (the default) this process loads the library first (every
 guideline's index, built when stale: once, not once per worker) and then forks the
 workers: they start ready, sharing what was loaded copy-on-write (the index's arrays
 are never written, so their memory stays shared). Without it each worker loads its own

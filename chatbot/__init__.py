@@ -1,21 +1,23 @@
 """The answer stage: keywords -> retrieval -> evidence gate -> extract | lines | generate -> audit -> Answer.
 
-Public surface (ARCHITECTURE.md): `Chatbot(settings, retriever=None, llm=None).ask(question,
-mode=None) -> Answer` (one guideline); `Library(settings).ask(question, mode=None,
+Public surface (ARCHITECTURE.md): `BotConfig.of(settings)`, the stage's configs (chatbot.config);
+`Chatbot(config, retriever=None, llm=None).ask(question,
+mode=None) -> Answer` (one guideline); `Library(config).ask(question, mode=None,
 guideline="auto") -> Answer` (routes to one guideline of the store, then asks its Chatbot);
-`shared_library(settings)`: the process's loaded Library, reloaded when Store.state()
-changes (chatbot.library_cache); `EvidenceGate(settings, retriever).judge(question, result)
+`shared_library(config)`: the process's loaded Library, reloaded when Store.state()
+changes (chatbot.library_cache); `EvidenceGate(config.answer, retriever).judge(question, result)
 -> Verdict` (chatbot.gate); the answer modes behind `AnswerMode` (chatbot.modes);
-`LLMClient(settings).complete(system, user, **params) -> str`; `AuditLog(conn)` with
+`LLMClient(config.model).complete(system, user, **params) -> str`; `AuditLog(conn)` with
 `export_xlsx(path)` and `gaps()`.
 """
 from __future__ import annotations
 
-from guiderag.settings import MODES
+from guiderag.scopes import MODES
 
 from .answer import GOVERNED, NOT_GOVERNED, Answer, ShownPassage
 from .audit import AuditLog, Gap
 from .bot import Chatbot
+from .config import BotConfig
 from .gate import EvidenceGate, Measures, Verdict
 from .library import Library
 from .library_cache import shared_library
@@ -30,6 +32,7 @@ __all__ = [
     "Answer",
     "AnswerMode",
     "AuditLog",
+    "BotConfig",
     "Chatbot",
     "CleanQuestion",
     "EvidenceGate",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from guiderag.settings import AUTO_GUIDELINE
+from guiderag.guideline import AUTO_GUIDELINE
 from guiderag.store.layout import page_link
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ A model that cannot be used falls back to extract, and says so:
   far too long, cut off, another language; lines: no valid line number) always falls back:
   the model was reached, and the verbatim answer is safe;
 - a failed answer call (unreachable, HTTP error, timeout, no free slot, empty reply, or no
-  model configured for a mode that needs one) falls back when settings.fallback_to_extract
+  model configured for a mode that needs one) falls back when ModelConfig.fallback_to_extract
   is set, else raises ModelError after an audit row recorded it. A failed keywords call
   only costs the model's keywords: the question's own are used.
 No partial or unverified model text is ever returned. What each model did is
@@ -38,12 +38,13 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import GuideragError, InputError, ModelBusyError, ModelError, ModelReplyError, StoreError
-from guiderag.settings import EXTRACT, MODEL_MODES, MODES, PROTOCOL, Settings
+from guiderag.scopes import EXTRACT, MODEL_MODES, MODES, PROTOCOL
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.store import Store
 
 from .answer import FAILED, FELL_BACK, KEYWORDS_FAILED, KEYWORDS_IGNORED, KEYWORDS_SKIPPED, KEYWORDS_USED, Answer
 from .audit import AuditLog
+from .config import BotConfig
 from .conversation import TOPIC_SWITCH, Reader, Reading, clean_history
 from .coverage_reasons import rule_reason
 from .gate import EvidenceGate, Verdict
@@ -67,7 +68,7 @@ class Chatbot:
 
     def __init__(
         self,
-        settings: Settings,
+        config: BotConfig,
         retriever: Retriever | None = None,
         llm: LLMClient | None = None,
         *,
@@ -78,17 +79,17 @@ class Chatbot:
     ) -> None:
         """`gate`: the guideline's evidence gate, shared (chatbot.library keeps one per
         guideline); by default one of this Chatbot's own over its retriever."""
-        self.settings = settings
+        self.config = config
         # Which guideline answers ({"id", "title"}; None: the retriever's, looked up when
         # asked) and how it was chosen (chatbot.library routes above this class).
         self.guideline = guideline
         self.routing = routing
         self._retriever = retriever
-        self.llm = llm or LLMClient(settings)
+        self.llm = llm or LLMClient(config.model)
         # The audit table lives in the page store's file. create=False: asking against a
         # store that does not exist must not leave an empty database behind.
         self._own_store = store is None
-        self.store = store or Store(settings.store, create=False)
+        self.store = store or Store(config.store.store, create=False)
         self.audit = AuditLog(self.store.conn)
         self._gate = gate
         self._modes: dict[str, AnswerMode] = {}
@@ -110,26 +111,26 @@ class Chatbot:
         if self._retriever is None:
             from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-            self._retriever = load_retriever(self.settings)
+            self._retriever = load_retriever(self.config.retrieval, self.config.store, progress=self.config.progress)
         return self._retriever
 
     @property
     def gate(self) -> EvidenceGate:
         """The evidence gate given, else one over the retriever (made on first use)."""
         if self._gate is None:
-            self._gate = EvidenceGate(self.settings, self.retriever)
+            self._gate = EvidenceGate(self.config.answer, self.retriever)
         return self._gate
 
     def mode(self, name: str) -> AnswerMode:
-        """The answer mode `name` (guiderag.settings.MODES), made on first use."""
+        """The answer mode `name` (guiderag.scopes.MODES), made on first use."""
         if name not in self._modes:
-            self._modes[name] = MODE_CLASSES[name](self.settings, self.retriever, self.gate.analyze, self.llm)
+            self._modes[name] = MODE_CLASSES[name](self.config.answer, self.config.model, self.retriever, self.gate.analyze, self.llm)
         return self._modes[name]
 
     @property
     def reader(self) -> Reader:
         """How a question of a conversation is read against this guideline."""
-        return Reader(self.settings, self.retriever, self.gate, self.store)
+        return Reader(self.config.answer, self.retriever, self.gate, self.store)
 
     # -- asking -------------------------------------------------------------------
     def ask(self, question: str, mode: str | None = None, *, progress: Progress | None = None,
@@ -141,13 +142,13 @@ class Chatbot:
         model is writing; chars so far), "queued" (waiting for a free model slot).
         `reading`: how the question was already read (chatbot.library reads it to route)."""
         started = time.perf_counter()
-        mode = mode or self.settings.mode
+        mode = mode or self.config.answer.mode
         record = AskRecord(self.llm, progress)
         try:
             if mode not in MODES:
                 raise InputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-            cleaned = clean_question(question, self.settings)
-            earlier = clean_history(history, self.settings)
+            cleaned = clean_question(question, self.config.answer)
+            earlier = clean_history(history, self.config.answer)
         except InputError as exc:
             self._record_error(_printable(question), exc, mode, record, started)
             raise
@@ -167,7 +168,7 @@ class Chatbot:
         except ModelReplyError as exc:  # the model answered, unusably: always the verbatim answer
             answer = self._fallback(reading, mode, exc, record, failure="reply")
         except ModelError as exc:
-            if not self.settings.fallback_to_extract:
+            if not self.config.model.fallback_to_extract:
                 record.use_failed(exc, FAILED, mode)
                 self._record_error(text, exc, mode, record, started, reading)
                 raise
@@ -201,11 +202,11 @@ class Chatbot:
         question = reading.text
         keywords = self._keywords(question, record)
         if (reading.history and reading.how != TOPIC_SWITCH and self.llm.configured("keywords")
-                and self.settings.pipeline != PROTOCOL):
+                and self.config.retrieval.pipeline != PROTOCOL):
             from .rewrite import rewrite_terms  # a follow-up rewritten by the keywords model: may only add
 
             keywords = rewrite_terms(self.llm, self.retriever, reading, record, keywords,
-                                     self.settings.keywords_queue_timeout_s, 2 * self.settings.max_question_chars)
+                                     self.config.model.keywords_queue_timeout_s, 2 * self.config.answer.max_question_chars)
         # a question alone is searched as it always was; a follow-up with its carried terms
         found = self._search(question, keywords, record, *([reading.terms] if reading.terms else []))
         # a follow-up: the page that answered the question before first among the pages found;
@@ -217,7 +218,7 @@ class Chatbot:
         reason = verdict.reason if not verdict.covered else self._own_words_missing(reading, result)
         if reason:
             record.not_asked(mode, reason)
-            return refusal(self.settings, question, mode, result, retrieval)
+            return refusal(self.config.answer, question, mode, result, retrieval)
         return self.mode(mode).answer(question, result, retrieval, record)
 
     def _own_words_missing(self, reading: Reading, result: RetrievalResult) -> str:
@@ -234,7 +235,7 @@ class Chatbot:
         from guiderag.retrieval.keywords import (KEYWORD_COUNT, MODEL_TERMS, guide_terms_prompt, keyword_prompt,
                                                  parse_keywords)
 
-        if self.settings.pipeline == PROTOCOL:  # the published prompt
+        if self.config.retrieval.pipeline == PROTOCOL:  # the published prompt
             count = KEYWORD_COUNT
             system, user = keyword_prompt(question, count)
         else:  # the guideline's words for the question; they may only add evidence
@@ -244,7 +245,7 @@ class Chatbot:
         try:
             reply = record.call("keywords", system, user, max_tokens=KEYWORDS_MAX_TOKENS,
                                 stop_when=_lines_read(count),
-                                queue_timeout_s=self.settings.keywords_queue_timeout_s).text
+                                queue_timeout_s=self.config.model.keywords_queue_timeout_s).text
         except ModelError as exc:  # optional: a busy or failing model costs only them
             busy = isinstance(exc, ModelBusyError)
             record.use("keywords", KEYWORDS_SKIPPED if busy else KEYWORDS_FAILED,
@@ -328,8 +329,8 @@ class Chatbot:
         verdict = self._judge(question, result, record)
         retrieval = verdict.retrieval_json(result)
         if not verdict.covered or self._own_words_missing(reading, result):
-            return refusal(self.settings, question, EXTRACT, result, retrieval, error=note)
-        extract = Extract(self.settings, self.retriever, self.gate.analyze, self.llm)
+            return refusal(self.config.answer, question, EXTRACT, result, retrieval, error=note)
+        extract = Extract(self.config.answer, self.config.model, self.retriever, self.gate.analyze, self.llm)
         return extract.answer(question, result, retrieval, error=note)
 
     # -- the audit ------------------------------------------------------------------
@@ -392,9 +393,9 @@ def _printable(raw: object) -> str:
     return "".join(ch if ch.isprintable() or ch == " " else " " for ch in raw)[:2000]
 
 
-def ask(settings: Settings, question: str, mode: str | None = None) -> Answer:
+def ask(config: BotConfig, question: str, mode: str | None = None) -> Answer:
     """One-shot convenience: open, ask, close."""
-    with Chatbot(settings) as bot:
+    with Chatbot(config) as bot:
         return bot.ask(question, mode)
 
 

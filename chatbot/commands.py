@@ -11,6 +11,7 @@ from guiderag.store import Store
 
 from .answer import Answer
 from .audit import AuditLog
+from .config import BotConfig
 from .conversation import check_history, context_line
 from .library import Library
 
@@ -26,8 +27,8 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     """Answer one question from the guideline that governs it (--guideline ID|auto):
     readable text with sources, or one JSON object with --json."""
     history = getattr(args, "history", None)
-    check_history(history, settings)  # exit 2 beyond the bounds, before anything is asked
-    with Library(settings) as library:
+    check_history(history, settings.answer)  # exit 2 beyond the bounds, before anything is asked
+    with Library(BotConfig.of(settings)) as library:
         answer = library.ask(args.question, getattr(args, "mode", None), history=history)
     for note in answer.notes:
         print(f"guiderag: note: {note}", file=sys.stderr)

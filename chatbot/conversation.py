@@ -3,7 +3,7 @@
 Patients drop the topic once it is known: after 「胃がんの手術って、どんな種類があるんですか？」
 the question 「入院はどれくらいになりそうですか？」 asks about the stay after that surgery.
 The history is the conversation's earlier questions only (oldest first; the caller keeps
-it: every ask is stateless), at most settings.history_max_turns of them (the last ones),
+it: every ask is stateless), at most AnswerConfig.history_max_turns of them (the last ones),
 each read as a question is (chatbot.question: cleaned, capped at max_question_chars).
 
 How a question is read (`Reader.read`, offline, from the guideline's own statistics):
@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from guiderag.errors import InputError, QuestionError
 from guiderag.retrieval.result import RetrievalResult
-from guiderag.settings import PROTOCOL, Settings
+from guiderag.scopes import PROTOCOL, AnswerConfig
 
 from .extract import slot_overlap
 from .question import clean_question
@@ -110,15 +110,15 @@ TOPIC_SWITCH = "topic_switch"  # a marker said so
 FOLLOW_UP = "follow_up"  # read with carried terms
 
 
-def check_history(history: Sequence[object] | None, settings: Settings, max_chars: int | None = None) -> None:
+def check_history(history: Sequence[object] | None, config: AnswerConfig, max_chars: int | None = None) -> None:
     """InputError (naming the bound) for a history a caller may not send: not a list of
-    texts, more than settings.history_max_turns earlier questions, an empty one, or one
+    texts, more than AnswerConfig.history_max_turns earlier questions, an empty one, or one
     longer than `max_chars`. The API answers it with 422 and writes no audit row."""
     if history is None:
         return
     if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
         raise InputError("history must be a list of the conversation's earlier questions (texts), oldest first")
-    limit = settings.history_max_turns
+    limit = config.history_max_turns
     if len(history) > limit:
         raise InputError(f"history holds {len(history)} earlier questions; at most {limit} "
                          "(the last ones: GUIDERAG_HISTORY_MAX_TURNS)")
@@ -138,9 +138,9 @@ def context_line(context: dict[str, Any] | None) -> str:
     return CONTEXT_LINE.format(phrase=context["phrase"])
 
 
-def clean_history(history: Sequence[object] | None, settings: Settings) -> tuple[str, ...]:
+def clean_history(history: Sequence[object] | None, config: AnswerConfig) -> tuple[str, ...]:
     """The earlier questions a follow-up is read with: each cleaned and capped as a question
-    is (chatbot.question), the last settings.history_max_turns of those with anything
+    is (chatbot.question), the last AnswerConfig.history_max_turns of those with anything
     readable left (the others are dropped). InputError for a history that is not a list
     of texts."""
     if history is None:
@@ -149,12 +149,12 @@ def clean_history(history: Sequence[object] | None, settings: Settings) -> tuple
         raise InputError("the history must be a list of the conversation's earlier questions (texts)")
     out: list[str] = []
     for item in reversed(list(history)):  # the last readable ones
-        if len(out) >= settings.history_max_turns:
+        if len(out) >= config.history_max_turns:
             break
         if not isinstance(item, str):
             raise InputError(f"every earlier question of the history must be text, not {type(item).__name__}")
         try:
-            out.append(clean_question(item, settings).text)
+            out.append(clean_question(item, config).text)
         except QuestionError:
             continue
     return tuple(reversed(out))
@@ -262,10 +262,10 @@ def points_back(text: str) -> bool:
 class Reader:
     """Reads questions of a conversation against one guideline (its retriever and gate)."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, gate: EvidenceGate,
+    def __init__(self, config: AnswerConfig, retriever: Retriever, gate: EvidenceGate,
                  store: Store | None = None) -> None:
         """`store`: where the gate reads the guideline's coverage calibration."""
-        self.settings = settings
+        self.config = config
         self.retriever = retriever
         self.gate = gate
         self.store = store
@@ -341,9 +341,9 @@ class Reader:
     def speaks_to(self, reading: Reading, result: RetrievalResult) -> bool:
         """Rule 5's page check: the page of the first passage holds some of the mass of the
         question's own slots (True when it has none) and CARRIED_FOUND of the carried
-        terms' (True when nothing was carried). Off with settings.min_line_coverage 0, as
+        terms' (True when nothing was carried). Off with AnswerConfig.min_line_coverage 0, as
         the gate's line check is."""
-        if self.settings.min_line_coverage <= 0 or not result.passages:
+        if self.config.min_line_coverage <= 0 or not result.passages:
             return True
         slots = self.retriever.query_slots(strip_opening(reading.text)[0])
         own = slots[0] if slots else []

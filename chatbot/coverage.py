@@ -19,7 +19,7 @@ from guiderag.retrieval.lines import LineAnalyses
 from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.retrieval.retriever import result_slots
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 from guiderag.store import PageVersion
 
 from .coverage_features import Measured, PageFacts, measure
@@ -31,14 +31,14 @@ if TYPE_CHECKING:
 Analyze = Callable[[str], Sequence[str]]
 
 
-def cleared_threshold(result: RetrievalResult, settings: Settings) -> bool:
+def cleared_threshold(result: RetrievalResult, config: RetrievalConfig) -> bool:
     """Whether the best passage clears the retrieval threshold (threshold ** qa_threshold_exponent
     on a Q&A page): the decision before the coverage model, kept as one of its features."""
     if not result.passages:
         return False
-    limit = settings.threshold
+    limit = config.threshold
     if is_question_title(result.passages[0].page.title):
-        limit = settings.threshold ** settings.qa_threshold_exponent
+        limit = config.threshold ** config.qa_threshold_exponent
     return float(result.top_score) >= limit - 1e-9
 
 
@@ -84,7 +84,7 @@ def measure_inputs(question: str, result: RetrievalResult, retriever: OursRetrie
     return MeasureInputs(
         unicodedata.normalize("NFKC", question), float(result.top_score),
         [float(c.score) for c in result.candidates[:5]],
-        (result.governed if result.cleared is not None else cleared_threshold(result, retriever.settings))
+        (result.governed if result.cleared is not None else cleared_threshold(result, retriever.config))
         if cleared is None else cleared,
         evidence, coverage, top, reference,
     )

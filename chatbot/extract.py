@@ -9,7 +9,7 @@ query slots a line is read with its context: a term found only in its heading or
 table row, in the table's header row counts at CONTEXT_WEIGHT (起こる時期 | 食後30分以内
 answers a question about 後期ダンピング症候群 named only in the header). Lines are then taken in
 this order, each with its page's title line and the heading or introducing sentence it
-needs, until about settings.answer_chars characters, never cutting a line:
+needs, until about AnswerConfig.answer_chars characters, never cutting a line:
 the best lines of the top passage that has any; every line sharing a question term, by
 score damped by its passage's rank; the neighbours of the best lines; headings last.
 The answer is those stored lines, joined by newlines. Measured on the JSQuAD dev set

@@ -11,10 +11,10 @@ two halves, so that the decision can be replaced without touching what is measur
   made with the index (the retriever's `line_analyses`, retrieval.lines) and the query's
   slots the search built (`query_slots`): only the question is analysed per ask;
 - a `Decision` reads the measures and returns a `Verdict`: covered or not, the measures,
-  and which rule refused. `ThresholdRules` is the rules' decision (settings.min_line_coverage,
-  settings.require_asked_figure), used with settings.coverage_decision = rules.
+  and which rule refused. `ThresholdRules` is the rules' decision (AnswerConfig.min_line_coverage,
+  AnswerConfig.require_asked_figure), used with AnswerConfig.coverage_decision = rules.
 
-With settings.coverage_decision = model (the default, issue 20) the `ours` pipeline's
+With AnswerConfig.coverage_decision = model (the default, issue 20) the `ours` pipeline's
 results are decided by the coverage model instead (chatbot.coverage_decision: P(governed)
 from its own, richer measures, refused below the operating point of the guideline's
 calibration, else of the shipped model of its form); its verdict is the Verdict's
@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 from guiderag.retrieval.result import RetrievalResult
 from guiderag.retrieval.retriever import result_slots as query_slots
-from guiderag.settings import COVERAGE_MODEL as COVERAGE_MODEL_DECISION
-from guiderag.settings import OURS, PROTOCOL, Settings
+from guiderag.scopes import COVERAGE_MODEL as COVERAGE_MODEL_DECISION
+from guiderag.scopes import OURS, PROTOCOL, AnswerConfig
 
 from .answer_type import missing_figure_of_masks
 from .coverage_decision import CoverageDecision, CoverageVerdict
@@ -63,8 +63,8 @@ REASONS = {
 class Measures:
     """The evidence one retrieval result holds for one question. A measure that does not
     apply is None: the line coverage when nothing cleared the threshold, for the protocol
-    pipeline, or with settings.min_line_coverage 0; the missing figure likewise, or with
-    settings.require_asked_figure off, or when judged with asked_figure=False (an empty
+    pipeline, or with AnswerConfig.min_line_coverage 0; the missing figure likewise, or with
+    AnswerConfig.require_asked_figure off, or when judged with asked_figure=False (an empty
     set: no figure asked for is missing)."""
 
     pipeline: str
@@ -114,13 +114,13 @@ class Decision(Protocol):
 
 class ThresholdRules:
     """Today's decision, rule by rule: a passage over the retrieval threshold; one reference
-    line (with its page title) holding settings.min_line_coverage of the question's mass;
+    line (with its page title) holding AnswerConfig.min_line_coverage of the question's mass;
     and, for a question asking for a figure (when, how long, how often, how much), a line
-    of the reference's pages giving one (settings.require_asked_figure): the guideline
+    of the reference's pages giving one (AnswerConfig.require_asked_figure): the guideline
     names the topic, not what is asked about it (禁煙外来の費用, 再発までの期間)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.min_line_coverage = settings.min_line_coverage
+    def __init__(self, config: AnswerConfig) -> None:
+        self.min_line_coverage = config.min_line_coverage
 
     def decide(self, measures: Measures) -> Verdict:
         cut = self.min_line_coverage
@@ -141,18 +141,18 @@ class EvidenceGate:
     routing. It reads the reference lines' analyses stored with the index (`lines`,
     retrieval.lines: the protocol pipeline's are computed and cached)."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, *, decision: Decision | None = None) -> None:
-        self.settings = settings
+    def __init__(self, config: AnswerConfig, retriever: Retriever, *, decision: Decision | None = None) -> None:
+        self.config = config
         self.retriever = retriever
-        self.decision: Decision = decision or ThresholdRules(settings)
-        # a Decision given decides; else the coverage model does (settings.coverage_decision)
-        self._coverage_model = decision is None and settings.coverage_decision == COVERAGE_MODEL_DECISION
+        self.decision: Decision = decision or ThresholdRules(config)
+        # a Decision given decides; else the coverage model does (AnswerConfig.coverage_decision)
+        self._coverage_model = decision is None and config.coverage_decision == COVERAGE_MODEL_DECISION
         self.analyze: Analyze = retriever.analyze  # a text's terms as the retriever sees them
         self.lines = retriever.line_analyses
 
     def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True,
               store: Store | None = None, keywords: Sequence[str] = ()) -> Verdict:
-        """The verdict on `result` for `question`. With settings.coverage_decision = model
+        """The verdict on `result` for `question`. With AnswerConfig.coverage_decision = model
         (the ours pipeline) the coverage model decides, with the guideline's calibration
         read from `store`; a model's `keywords` may only raise its P. Under the rules,
         asked_figure=False leaves the asked-figure rule out (neither measured nor decided):
@@ -168,7 +168,7 @@ class EvidenceGate:
 
         retriever = cast(OursRetriever, self.retriever)  # the ours pipeline (or a proxy of it, in tests)
         decision = CoverageDecision.for_retriever(retriever, store)  # the calibration as it is now
-        cut = self.settings.coverage_operating_point
+        cut = self.config.coverage_operating_point
         coverage = decision.judge(question, result, retriever, self.analyze, None if cut < 0 else cut,
                                   keywords=keywords, lines=self.lines)
         measures = Measures(pipeline=result.pipeline, over_threshold=result.governed,
@@ -180,7 +180,7 @@ class EvidenceGate:
         """What `result` holds for `question` (see Measures for the ones that do not apply)."""
         applies = result.governed and result.pipeline != PROTOCOL
         figure: frozenset[str] | None = None
-        if applies and asked_figure and self.settings.require_asked_figure:
+        if applies and asked_figure and self.config.require_asked_figure:
             pages = {(p.page.url, p.page.version): p.page for p in result.passages}
             figure = missing_figure_of_masks(question, (self.lines.page_gives(page) for page in pages.values()))
         return Measures(
@@ -198,7 +198,7 @@ class EvidenceGate:
         evidence: the better of the question's coverage alone and with the keywords'
         known terms. A retriever without slots weighs the question's terms by
         `query_weights`."""
-        if self.settings.min_line_coverage <= 0:
+        if self.config.min_line_coverage <= 0:
             return None
         slots = query_slots(self.retriever, question, result)  # a follow-up's with the terms it leans on
         if not slots:

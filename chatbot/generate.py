@@ -59,7 +59,7 @@ GENERIC_WORDS = frozenset(
 
 
 def system_prompt(answer_chars: int) -> str:
-    """The protocol's system message (its length hint follows settings.answer_chars)."""
+    """The protocol's system message (its length hint follows AnswerConfig.answer_chars)."""
     return GENERATE_SYSTEM_PROMPT.format(chars=answer_chars)
 
 

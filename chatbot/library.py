@@ -1,6 +1,6 @@
 """The library: every guideline of the store, a question routed to one, then asked there.
 
-`Library(settings).ask(question, mode, guideline="auto")` chooses the guideline
+`Library(config).ask(question, mode, guideline="auto")` (a BotConfig, chatbot.config) chooses the guideline
 (chatbot.routing: one stored -> that one; an id -> that one; auto -> by the offline
 evidence, or by a topic-selection call when a model is configured), then answers with that
 guideline's `Chatbot`, unchanged: the answer, its refusal and its audit row are exactly
@@ -21,13 +21,15 @@ import threading
 from typing import TYPE_CHECKING, Sequence
 
 from guiderag.errors import InputError, ModelError
-from guiderag.settings import AUTO_GUIDELINE, DEFAULT_GUIDELINE, Settings
+from guiderag.guideline import AUTO_GUIDELINE, DEFAULT_GUIDELINE, GuidelineScope
+from guiderag.scopes import StoreConfig
 from guiderag.store import Guideline, Store
 from guiderag.store.pages import store_exists
 
 from . import routing as rt
 from .answer import Answer
 from .bot import Chatbot
+from .config import BotConfig
 from .conversation import Reader, Reading, clean_history
 from .gate import EvidenceGate
 from .llm import LLMClient, Progress
@@ -43,7 +45,7 @@ class Library:
 
     def __init__(
         self,
-        settings: Settings,
+        config: BotConfig,
         *,
         retrievers: dict[str, Retriever] | None = None,
         llm: LLMClient | None = None,
@@ -51,10 +53,10 @@ class Library:
     ) -> None:
         """`store`: the connection the guidelines are read through (default: one of the
         Library's own, closed with it); asks open their own unless given one."""
-        self.settings = settings
-        self.llm = llm or LLMClient(settings)
+        self.config = config
+        self.llm = llm or LLMClient(config.model)
         self._own_store = store is None
-        self.store = store or Store(settings.store, create=False)
+        self.store = store or Store(config.store.store, create=False)
         counts = self.store.page_counts()
         # The guidelines that can answer: live, with live pages, in id order.
         self.guidelines: list[Guideline] = [g for g in self.store.guidelines() if counts.get(g.id)]
@@ -93,7 +95,9 @@ class Library:
             if gid not in self._retrievers:
                 from guiderag.retrieval import load_retriever  # MeCab, numpy: only when asked
 
-                self._retrievers[gid] = load_retriever(self.settings, self.settings.guideline_scope(gid))
+                self._retrievers[gid] = load_retriever(self.config.retrieval, self.config.store,
+                                                        GuidelineScope.of(self.config.store, gid),
+                                                        progress=self.config.progress)
             return self._retrievers[gid]
 
     def gate(self, gid: str) -> EvidenceGate:
@@ -105,7 +109,7 @@ class Library:
         retriever = self.retriever(gid)
         with self._loading:
             if gid not in self._gates:
-                self._gates[gid] = EvidenceGate(self.settings, retriever)
+                self._gates[gid] = EvidenceGate(self.config.answer, retriever)
             return self._gates[gid]
 
     def loaded(self) -> list[Retriever]:
@@ -114,13 +118,13 @@ class Library:
 
     def check_requested(self, requested: str | None) -> str:
         """"auto", or a stored guideline's id; InputError for any other name."""
-        name = (requested or "").strip() or self.settings.guideline or AUTO_GUIDELINE
+        name = (requested or "").strip() or self.config.store.guideline or AUTO_GUIDELINE
         if name == AUTO_GUIDELINE or name in self.ids:
             return name
         if not self.guidelines and name == DEFAULT_GUIDELINE:
             return name
         held = ", ".join(self.ids) or "none yet"
-        raise InputError(f"no guideline {name!r} in the store {self.settings.store_name} (it holds: {held}); "
+        raise InputError(f"no guideline {name!r} in the store {self.config.store.store_name} (it holds: {held}); "
                          "use --guideline ID with one of those, or auto")
 
     # -- routing --------------------------------------------------------------------
@@ -132,7 +136,7 @@ class Library:
         if name != AUTO_GUIDELINE:
             return rt.Routing(requested=name, chosen=name, method=rt.FIXED)
         if len(self.guidelines) <= 1:
-            only = self.ids[0] if self.guidelines else (self.settings.guideline or DEFAULT_GUIDELINE)
+            only = self.ids[0] if self.guidelines else (self.config.store.guideline or DEFAULT_GUIDELINE)
             return rt.Routing(requested=name, chosen=only, method=rt.ONLY)
         evidence = [self.evidence(gid, question, store=store) for gid in self.ids]
         chosen, governed = rt.offline_choice(evidence)
@@ -173,7 +177,7 @@ class Library:
     def reader(self, gid: str, *, store: Store | None = None) -> Reader:
         """How one guideline reads a question of a conversation (chatbot.conversation);
         `store`: the calling thread's connection its calibration is read through."""
-        return Reader(self.settings, self.retriever(gid), self.gate(gid), store or self.store)
+        return Reader(self.config.answer, self.retriever(gid), self.gate(gid), store or self.store)
 
     def _ask_model(self, question: str, routing: rt.Routing) -> None:
         """The topic-selection call; its choice replaces the offline one only when it is
@@ -184,7 +188,7 @@ class Library:
             # optional, like model keywords: a busy model is not waited for
             reply = self.llm.complete(system, user, role="keywords", temperature=rt.TOPIC_TEMPERATURE,
                                       max_tokens=rt.TOPIC_MAX_TOKENS, n=1,
-                                      queue_timeout_s=self.settings.keywords_queue_timeout_s)
+                                      queue_timeout_s=self.config.model.keywords_queue_timeout_s)
         except ModelError as exc:
             routing.fell_back = f"the topic-selection call failed ({exc}); the offline choice stands"
             return
@@ -210,7 +214,7 @@ class Library:
         `history`: the conversation's earlier questions, oldest first (a follow-up is routed
         and answered as read with them)."""
         if store is None:
-            with thread_stores(str(self.settings.store)).use() as own:
+            with thread_stores(str(self.config.store.store)).use() as own:
                 return self._ask(question, mode, guideline, progress, own, history)
         return self._ask(question, mode, guideline, progress, store, history)
 
@@ -220,8 +224,8 @@ class Library:
         reading: Reading | None = None
         if name == AUTO_GUIDELINE and len(self.guidelines) > 1:
             try:
-                text = clean_question(question, self.settings).text
-                earlier = clean_history(history, self.settings)
+                text = clean_question(question, self.config.answer).text
+                earlier = clean_history(history, self.config.answer)
             except InputError:
                 # the first guideline's chatbot records the refused question, as one alone would
                 with self.chatbot(self.ids[0], None, store=store) as bot:
@@ -242,7 +246,7 @@ class Library:
         """A fresh Chatbot (a new session) over one guideline, with the guideline's shared
         retriever and evidence gate, and `store`, else a store connection of its own (closed
         with it): asks on several threads never share one."""
-        return Chatbot(self.settings, retriever=self.retriever(gid), llm=self.llm, store=store,
+        return Chatbot(self.config, retriever=self.retriever(gid), llm=self.llm, store=store,
                        guideline=self.ref(gid), routing=routing.to_json() if routing is not None else None,
                        gate=self.gate(gid))
 
@@ -254,11 +258,11 @@ class Library:
         return "; ".join(f"{g}={v}" for g, v in sorted(versions.items()))
 
 
-def guideline_titles(settings: Settings) -> Sequence[tuple[str, str]]:
+def guideline_titles(config: StoreConfig) -> Sequence[tuple[str, str]]:
     """(id, title) of the store's guidelines that hold pages (none when there is no store)."""
-    if not store_exists(settings.store):
+    if not store_exists(config.store):
         return []
-    with Store(settings.store, create=False) as store:
+    with Store(config.store, create=False) as store:
         counts = store.page_counts()
         return [(g.id, g.title) for g in store.guidelines() if counts.get(g.id)]
 

@@ -1,8 +1,8 @@
 """A process's loaded libraries: the store's guidelines, every retriever loaded, kept per
-settings and reloaded when the store's state changes.
+config (chatbot.config.BotConfig) and reloaded when the store's state changes.
 
 The API (api.service), the chat (ui.session) and an evaluation run (eval.runner) take
-their Library from here (`shared_library(settings)`), and so share one per settings.
+their Library from here (`shared_library(config)`), and so share one per config.
 `Store.state()` changes when a scrape committed or a guideline was removed, by this
 process or another, so a removed guideline or a new scrape is seen at the next request:
 the request that finds a new state loads the library anew.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from guiderag.errors import EmptyCorpusError
-from guiderag.settings import Settings
 
+from .config import BotConfig
 from .library import Library
 from .llm import LLMClient
 from .stores import close_all as close_stores
@@ -43,16 +43,16 @@ SETTINGS_KEPT = 4
 
 
 def load_library(
-    settings: Settings, retrievers: dict[str, Retriever] | None = None, llm: LLMClient | None = None
+    config: BotConfig, retrievers: dict[str, Retriever] | None = None, llm: LLMClient | None = None
 ) -> Library:
     """A Library over the store's guidelines with every guideline's retriever loaded (a
     stale index is rebuilt here, once, before any question); `retrievers` are ones already
     loaded, by guideline id. EmptyCorpusError when no guideline holds a page."""
-    library = Library(settings, retrievers=retrievers, llm=llm)
+    library = Library(config, retrievers=retrievers, llm=llm)
     try:
         if not library.ids:
             raise EmptyCorpusError(
-                f"the page store {settings.store_name} holds no content page: run "
+                f"the page store {config.store.store_name} holds no content page: run "
                 "`guiderag scrape TOC_URL` (or `guiderag scrape --sample`) first")
         for gid in library.ids:
             library.retriever(gid)
@@ -71,17 +71,17 @@ class Loaded:
 
 
 class LibraryCache:
-    """The library of one settings' store, reloaded whenever Store.state() changed."""
+    """The library of one config's store, reloaded whenever Store.state() changed."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, config: BotConfig) -> None:
+        self.config = config
         self._loaded: Loaded | None = None
         self._retired: Library | None = None  # the one before: closed at the next reload
 
     def state(self) -> str:
         """The store's state now, one query through the calling thread's connection
         (chatbot.stores; StoreMissingError without a store)."""
-        with thread_stores(str(self.settings.store)).use() as store:
+        with thread_stores(str(self.config.store.store)).use() as store:
             return store.state()
 
     @property
@@ -104,7 +104,7 @@ class LibraryCache:
         try:
             current = self._loaded
             if current is None or current.state != state:
-                fresh = Loaded(state, load_library(self.settings))
+                fresh = Loaded(state, load_library(self.config))
                 if self._retired is not None:
                     self._retired.close()
                 self._retired = current.library if current is not None else None
@@ -122,22 +122,22 @@ class LibraryCache:
         self._loaded = self._retired = None
 
 
-def settings_key(settings: Settings) -> str:
+def settings_key(config: BotConfig) -> str:
     """The cache key of everything that shapes a library (a digest: no secret kept)."""
-    return hashlib.sha256(repr(settings).encode("utf-8")).hexdigest()
+    return hashlib.sha256(repr(config).encode("utf-8")).hexdigest()
 
 
 _CACHES: OrderedDict[str, LibraryCache] = OrderedDict()
 _CACHES_LOCK = threading.Lock()  # the dict itself, held for a lookup or an insert only
 
 
-def cache_for(settings: Settings) -> LibraryCache:
-    """This process's library cache for `settings` (made on first use)."""
-    key = settings_key(settings)
+def cache_for(config: BotConfig) -> LibraryCache:
+    """This process's library cache for `config` (made on first use)."""
+    key = settings_key(config)
     with _CACHES_LOCK:
         cache = _CACHES.get(key)
         if cache is None:
-            cache = _CACHES[key] = LibraryCache(settings)
+            cache = _CACHES[key] = LibraryCache(config)
             while len(_CACHES) > SETTINGS_KEPT:
                 _CACHES.popitem(last=False)[1].close()
         else:
@@ -145,10 +145,10 @@ def cache_for(settings: Settings) -> LibraryCache:
         return cache
 
 
-def shared_library(settings: Settings, state: str | None = None) -> Library:
-    """The library of `settings`' store as it is now, shared by every caller in the process
+def shared_library(config: BotConfig, state: str | None = None) -> Library:
+    """The library of `config`'s store as it is now, shared by every caller in the process
     (`state`: Store.state() as the caller just read it, else read here)."""
-    return cache_for(settings).library(state)
+    return cache_for(config).library(state)
 
 
 def clear() -> None:

@@ -1,15 +1,15 @@
 """The language-model client: any OpenAI-compatible endpoint, through the `openai` package only.
 
-OPENAI_API_KEY and OPENAI_BASE_URL (settings.openai_api_key / openai_base_url) select the
+OPENAI_API_KEY and OPENAI_BASE_URL (ModelConfig.openai_api_key / openai_base_url) select the
 server, so OpenAI, vLLM, Ollama and llama.cpp servers all work. Each role (keywords,
 answer) has its own model name. Every failure becomes a `ModelError` saying what failed
 and what to check; a reply is returned whole or not at all (no partial text).
 
-`chat()` can read the reply as a stream (settings.model_stream): the caller hears how far
+`chat()` can read the reply as a stream (config.model_stream): the caller hears how far
 the model got (progress) and may stop reading as soon as the reply turns out unusable
 (`stop_when`); the text so far is returned, marked stopped, for the caller to judge whole.
-A process runs at most settings.model_concurrency calls at once (a slot per endpoint);
-a call waits at most settings.model_queue_timeout_s for a slot (ModelBusyError).
+A process runs at most config.model_concurrency calls at once (a slot per endpoint);
+a call waits at most config.model_queue_timeout_s for a slot (ModelBusyError).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from guiderag.errors import ModelBusyError, ModelError, ModelNotConfiguredError
 from guiderag.redact import redact, redact_url
-from guiderag.settings import Settings
+from guiderag.scopes import ModelConfig
 
 ROLES = ("keywords", "answer")
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the client insists on one.
@@ -66,8 +66,8 @@ def _semaphore(endpoint: str, size: int) -> threading.BoundedSemaphore:
 class LLMClient:
     """`complete(system, user, role=..., **params) -> str` against the configured endpoint."""
 
-    def __init__(self, settings: Settings, *, client: openai.OpenAI | None = None) -> None:
-        self.settings = settings
+    def __init__(self, config: ModelConfig, *, client: openai.OpenAI | None = None) -> None:
+        self.config = config
         self._client = client
 
     # -- configuration ------------------------------------------------------------
@@ -75,17 +75,17 @@ class LLMClient:
         """The model name configured for a role, or None."""
         if role not in ROLES:
             raise ValueError(f"unknown model role {role!r}; expected one of {ROLES}")
-        return self.settings.keywords_model if role == "keywords" else self.settings.answer_model
+        return self.config.keywords_model if role == "keywords" else self.config.answer_model
 
     def configured(self, role: str = "answer") -> bool:
         """True when the role has a model and there is a key or a base URL to reach it."""
-        s = self.settings
+        s = self.config
         return bool(self.model_for(role) and (s.openai_api_key or s.openai_base_url))
 
     def require(self, role: str) -> str:
         """The role's model name; ModelNotConfiguredError (exit 2) saying what to set if none."""
         model = self.model_for(role)
-        s = self.settings
+        s = self.config
         if not model:
             var = "GUIDERAG_KEYWORDS_MODEL" if role == "keywords" else "GUIDERAG_ANSWER_MODEL"
             raise ModelNotConfiguredError(
@@ -102,7 +102,7 @@ class LLMClient:
     @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
-            s = self.settings
+            s = self.config
             try:
                 self._client = openai.OpenAI(
                     api_key=s.openai_api_key or PLACEHOLDER_KEY,
@@ -117,7 +117,7 @@ class LLMClient:
     @property
     def endpoint(self) -> str:
         """The server, as shown in messages (without any credentials in the URL)."""
-        return redact_url(self.settings.openai_base_url) or "the OpenAI API"
+        return redact_url(self.config.openai_base_url) or "the OpenAI API"
 
     # -- calls --------------------------------------------------------------------
     def complete(
@@ -154,17 +154,17 @@ class LLMClient:
         queue_timeout_s: float | None = None,
         **params: Any,
     ) -> Completion:
-        """One chat completion as a `Completion`. With `stream` (default settings.model_stream)
+        """One chat completion as a `Completion`. With `stream` (default config.model_stream)
         the reply is read as it is written: `progress("writing", chars)` hears of it, and
         `stop_when(text so far)` returning a reason stops the reading there (finish_reason
-        STOPPED). The whole call, stream included, is bounded by settings.model_timeout_s; the
-        wait for a slot by `queue_timeout_s` (default settings.model_queue_timeout_s).
+        STOPPED). The whole call, stream included, is bounded by config.model_timeout_s; the
+        wait for a slot by `queue_timeout_s` (default config.model_queue_timeout_s).
         Errors as `complete`; a stopped reply may be empty, any other empty one is an error."""
         model = self.require(role)
         messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": user}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
-        stream = self.settings.model_stream if stream is None else stream
+        stream = self.config.model_stream if stream is None else stream
         where = f"model {model!r} at {self.endpoint}"
         request = dict(model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
                        n=n, **params)
@@ -183,15 +183,15 @@ class LLMClient:
     # -- internals ----------------------------------------------------------------
     @contextlib.contextmanager
     def _slot(self, where: str, progress: Progress | None, wait: float | None = None) -> Iterator[float]:
-        """Hold one of the process's model slots for this endpoint (settings.model_concurrency)."""
-        size = int(self.settings.model_concurrency)
+        """Hold one of the process's model slots for this endpoint (config.model_concurrency)."""
+        size = int(self.config.model_concurrency)
         if size <= 0:
             yield 0.0
             return
         sem = _semaphore(self.endpoint, size)
         t0 = time.monotonic()
         if not sem.acquire(blocking=False):
-            wait = self.settings.model_queue_timeout_s if wait is None else wait
+            wait = self.config.model_queue_timeout_s if wait is None else wait
             if wait > 0 and progress is not None:
                 progress("queued", 0)
             if wait <= 0 or not sem.acquire(timeout=wait):
@@ -208,7 +208,7 @@ class LLMClient:
     @contextlib.contextmanager
     def _errors(self, where: str) -> Iterator[None]:
         """Every failure of a call as a ModelError saying what to check."""
-        s = self.settings
+        s = self.config
         try:
             yield
         except ModelError:
@@ -236,7 +236,7 @@ class LLMClient:
             ) from exc
 
     def _timeout(self, where: str) -> ModelError:
-        s = self.settings
+        s = self.config
         return ModelError(
             f"{where} did not answer within {s.model_timeout_s:g} s "
             f"({s.model_retries} retries): raise GUIDERAG_MODEL_TIMEOUT_S or check the server load"
@@ -260,7 +260,7 @@ class LLMClient:
         progress: Progress | None,
         stop_when: Callable[[str], str | None] | None,
     ) -> tuple[str, str | None, str | None]:
-        s = self.settings
+        s = self.config
         deadline = time.monotonic() + s.model_timeout_s
         stream = self.client.chat.completions.create(**request, stream=True)
         # The client's timeout bounds each read, not the whole stream: a server sending a

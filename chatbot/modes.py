@@ -8,7 +8,7 @@
 A model reply that cannot be used raises ModelReplyError and a failed call ModelError;
 chatbot.bot then falls back to Extract. `refusal` is the one not-covered Answer.
 
-A mode is made per Chatbot (its settings, retriever, gate and model client) and answers
+A mode is made per Chatbot (its answer and model configs, retriever, gate and model client) and answers
 one question at a time; what each model did goes into the ask's AskRecord.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from guiderag.errors import ModelReplyError
 from guiderag.retrieval.result import RetrievalResult
-from guiderag.settings import EXTRACT, GENERATE, LINES, Settings
+from guiderag.scopes import EXTRACT, GENERATE, LINES, AnswerConfig, ModelConfig
 
 from . import generate as gen
 from . import replies
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 def refusal(
-    settings: Settings, question: str, mode: str, result: RetrievalResult | None,
+    config: AnswerConfig, question: str, mode: str, result: RetrievalResult | None,
     retrieval: dict[str, Any] | None = None, *, model: str | None = None, error: str | None = None,
 ) -> Answer:
     """Not covered: the fixed refusal, where to ask instead, nothing generated."""
@@ -47,10 +47,10 @@ def refusal(
         keywords=list(result.keywords) if result is not None else [],
         mode=mode,
         coverage=NOT_GOVERNED,
-        answer=settings.refusal_message,
+        answer=config.refusal_message,
         passages=[],
         retrieval=retrieval if retrieval is not None else (result.to_json() if result is not None else {}),
-        escalation=settings.escalation_text,
+        escalation=config.escalation_text,
         model=model,
         error=error,
     )
@@ -61,8 +61,10 @@ class AnswerMode(ABC):
 
     name: ClassVar[str]
 
-    def __init__(self, settings: Settings, retriever: Retriever, analyze: Analyze, llm: LLMClient) -> None:
-        self.settings = settings
+    def __init__(self, answer: AnswerConfig, model: ModelConfig, retriever: Retriever, analyze: Analyze,
+                 llm: LLMClient) -> None:
+        self.config = answer
+        self.model_config = model
         self.retriever = retriever
         self.analyze = analyze
         self.llm = llm
@@ -73,7 +75,7 @@ class AnswerMode(ABC):
         `retrieval` is the answer's retrieval JSON."""
 
     def refusal(self, question: str, result: RetrievalResult, retrieval: dict[str, Any], **extra: Any) -> Answer:
-        return refusal(self.settings, question, self.name, result, retrieval, **extra)
+        return refusal(self.config, question, self.name, result, retrieval, **extra)
 
 
 class Extract(AnswerMode):
@@ -89,7 +91,7 @@ class Extract(AnswerMode):
         # with the keywords' when they add any; a follow-up with the terms it leans on
         slots = query_slots(self.retriever, question, result)
         text, shown = extract(
-            question, result.keywords, result.passages, self.settings.answer_chars,
+            question, result.keywords, result.passages, self.config.answer_chars,
             self.analyze, self.retriever.idf, slots=slots[-1] if slots else None, lines=self.retriever.line_analyses,
         )
         if not text:
@@ -110,7 +112,7 @@ class Lines(AnswerMode):
         model = self.llm.model_for("answer")
         completion = record.call(
             "answer", LINES_SYSTEM_PROMPT, lines_user_message(reference, question),
-            max_tokens=self.settings.lines_max_tokens, stop_when=lines_stop([LINES_SYSTEM_PROMPT]),
+            max_tokens=self.model_config.lines_max_tokens, stop_when=lines_stop([LINES_SYSTEM_PROMPT]),
         )
         verdict = judge_reply(completion.text, reference, [LINES_SYSTEM_PROMPT])
         if verdict.declined:
@@ -119,7 +121,7 @@ class Lines(AnswerMode):
         if verdict.problem is not None:
             raise ModelReplyError(f"the model's line selection cannot be used: {verdict.problem.reason}",
                                   verdict.problem.code)
-        budget = self.settings.answer_chars
+        budget = self.config.answer_chars
         text, shown = render(ranked_picks(reference, verdict.numbers), budget)
         wanted = {(nl.page.url, nl.page.version, nl.line) for n in verdict.numbers if (nl := reference.get(n))}
         kept = sum(1 for p in shown for n in p.lines if (p.url, p.version, n) in wanted)
@@ -143,11 +145,11 @@ class Generate(AnswerMode):
     def answer(self, question: str, result: RetrievalResult, retrieval: dict[str, Any], record: AskRecord) -> Answer:
         reference = result.model_reference  # the protocol keeps its literal reference; ours sends whole lines
         model = self.llm.model_for("answer")
-        system = gen.system_prompt(self.settings.answer_chars)
-        max_chars = int(self.settings.answer_chars * self.settings.summary_max_factor)
+        system = gen.system_prompt(self.config.answer_chars)
+        max_chars = int(self.config.answer_chars * self.model_config.summary_max_factor)
         completion = record.call(
             "answer", system, gen.user_message(reference, question),
-            max_tokens=self.settings.answer_max_tokens,
+            max_tokens=self.model_config.answer_max_tokens,
             stop_when=replies.stop_reading(question=question, instructions=[system], max_chars=max_chars),
         )
         reply = completion.text

@@ -3,8 +3,8 @@
 - Terminal escape sequences, control and invisible format characters (NUL, zero-width
   and bidi marks) are removed; tabs and line breaks become spaces; runs of spaces collapse.
 - Nothing is left (empty, whitespace or control characters only): QuestionError.
-- Longer than settings.max_question_chars: the question is CAPPED, not refused, and the
-  answer carries a note saying so (settings.question_capped_message). Refusing would make
+- Longer than AnswerConfig.max_question_chars: the question is CAPPED, not refused, and the
+  answer carries a note saying so (AnswerConfig.question_capped_message). Refusing would make
   a patient retype a long story; answering the first part, and saying so, is kinder.
 - HTML, markdown and any other text stay as plain text: they are never rendered, only
   matched against the guideline, so they need no escaping here.
@@ -18,7 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from guiderag.errors import QuestionError
-from guiderag.settings import Settings
+from guiderag.scopes import AnswerConfig
 
 # Terminal escape sequences (colour codes pasted from a terminal): removed whole, so that
 # "[31m" is not left behind when the ESC character goes.
@@ -36,7 +36,7 @@ class CleanQuestion:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def clean_question(raw: object, settings: Settings) -> CleanQuestion:
+def clean_question(raw: object, config: AnswerConfig) -> CleanQuestion:
     """Validate and clean a question; raise QuestionError when nothing answerable is left."""
     if raw is None:
         raise QuestionError("no question given: ask a question in words")
@@ -55,9 +55,9 @@ def clean_question(raw: object, settings: Settings) -> CleanQuestion:
         if raw.strip():
             raise QuestionError("the question holds only control or invisible characters: ask in words")
         raise QuestionError("the question is empty: ask a question in words")
-    limit = settings.max_question_chars
+    limit = config.max_question_chars
     if limit > 0 and len(text) > limit:
         capped = text[:limit].rstrip()
-        note = settings.question_capped_message.format(limit=limit, chars=len(text))
+        note = config.question_capped_message.format(limit=limit, chars=len(text))
         return CleanQuestion(capped, len(raw), capped=True, notes=(note,))
     return CleanQuestion(text, len(raw))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from guiderag.errors import ModelError
 from guiderag.retrieval.result import RetrievalResult
-from guiderag.settings import MODEL_MODES
+from guiderag.scopes import MODEL_MODES
 
 from . import generate as gen
 from .answer import NOT_ASKED

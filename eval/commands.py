@@ -66,7 +66,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
         _print_json({"out": str(args.out), "questions": outcome.total,
                      "summary": {k: v["value"] for k, v in outcome.summary.items()}})
     else:
-        print(f"{outcome.total} questions, mode {args.mode or settings.mode}, pipeline {settings.pipeline}: "
+        print(f"{outcome.total} questions, mode {args.mode or settings.answer.mode}, pipeline {settings.retrieval.pipeline}: "
               f"results in {args.out}")
         print(_summary_table(outcome.summary))
     return 0
@@ -190,7 +190,7 @@ def run_calibrate(args: argparse.Namespace, settings: Settings) -> int:
         if args.questions is not None or args.out is not None:
             raise InputError("--reset takes no workbook and no --out: it deletes the guideline's calibration")
         with Store(settings.store, create=False) as store:
-            gid = store.resolve_guideline(settings.guideline)
+            gid = store.resolve_guideline(settings.storage.guideline)
             removed = calibration.remove(store, gid)
         message = (f"guideline {gid}: calibration removed; the shipped coverage model applies again" if removed
                    else f"guideline {gid} had no calibration: the shipped coverage model applies")
@@ -217,9 +217,10 @@ def run_calibrate(args: argparse.Namespace, settings: Settings) -> int:
     cal.check_set([{"in_scope": q.in_scope} for q in labelled])  # refuse before any work
     target = float(args.target_refusal)
     with Store(settings.store, create=False) as store:
-        gid = store.resolve_guideline(settings.guideline)
+        gid = store.resolve_guideline(settings.storage.guideline)
         scope = settings.guideline_scope(gid)
-        retriever = retrieval.load_retriever(settings, scope)
+        retriever = retrieval.load_retriever(settings.retrieval, settings.storage, scope,
+                                             progress=settings.progress_reporter)
         if not isinstance(retriever, OursRetriever):
             raise InputError("calibrate fits the coverage model of the ours pipeline; the protocol pipeline keeps "
                              "its published threshold (use --pipeline ours)")

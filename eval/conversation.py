@@ -216,8 +216,8 @@ def run_set(settings: Any, cset: ConversationSet, *, workdir: Path | None = None
             report = scraper.scrape_site(base.scraper, base.storage, root + toc)
         stored = len(report.summary.added)
         log(f"devbench conversation {cset.name}: {len(turns)} turns; the scraper stored {stored} pages")
-        retrieval.build_index(base)
-        retriever = retrieval.load_retriever(base)
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
+        retriever = retrieval.load_retriever(base.retrieval, base.storage, progress=base.progress_reporter)
         questions = [t.question for t in turns]
         runs = {}
         for label, qs in (("history", questions),

@@ -9,7 +9,7 @@ chooses which of those answers are shown, so any decision rule is scored exactly
 the records (eval.coverage_train), as the refusal curves of eval.patient are.
 
 The features are measured on the retrieval the product answers from (the passages over
-the threshold when there are any, else those over settings.reference_floor), and so is
+the threshold when there are any, else those over settings.retrieval.reference_floor), and so is
 the answer (`threshold`); `floor` is the answer from every passage over `floor`, for
 comparison.
 """
@@ -38,8 +38,9 @@ def collect(site: Site, *, floor: float = FLOOR, log: Any = None) -> list[dict[s
     from guiderag import retrieval
 
     t0 = time.perf_counter()
-    records = collect_questions(retrieval.load_retriever(site.settings), site.questions, site.settings, site.name,
-                                floor=floor)
+    s = site.settings
+    retriever = retrieval.load_retriever(s.retrieval, s.storage, progress=s.progress_reporter)
+    records = collect_questions(retriever, site.questions, s, site.name, floor=floor)
     if log:
         log(f"coverage records: {site.name}: {len(records)} questions in {time.perf_counter() - t0:.1f} s")
     return records
@@ -57,7 +58,8 @@ def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settin
 
     if not isinstance(base, OursRetriever):
         raise InputError("the coverage decision needs the ours pipeline (GUIDERAG_PIPELINE=ours)")
-    low = OursRetriever(settings.replace(threshold=floor), base.pages, base.data, base.analyzer, guideline=base.guideline)
+    low = OursRetriever(dataclasses.replace(settings.retrieval, threshold=floor), base.pages, base.data, base.analyzer,
+                        guideline=base.guideline)
     analyze = functools.lru_cache(maxsize=65536)(base.analyze)
     form = guideline_form(base)
     records: list[dict[str, Any]] = []
@@ -75,9 +77,9 @@ def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settin
         if at_threshold.governed:
             cov = max(line_coverage(q.question, at_threshold.passages, analyze, slots=s) for s in slots) if slots else 1.0
             pages = {(p.page.url, p.page.version): p.page for p in at_threshold.passages}
-            figure = settings.require_asked_figure and missing_figure(
+            figure = settings.answer.require_asked_figure and missing_figure(
                 q.question, [line for page in pages.values() for line in page.lines])
-            legacy = cov >= settings.min_line_coverage and not figure
+            legacy = cov >= settings.answer.min_line_coverage and not figure
         record: dict[str, Any] = {
             "site": site_name, "form": form, "id": q.id, "question": q.question, "in_scope": item.in_scope,
             "category": item.category, "features": measured.values, "measure_ms": round(measure_ms, 3),
@@ -87,7 +89,7 @@ def collect_questions(base: Any, questions: Iterable[Labelled], settings: Settin
         }
         for label, result in (("threshold", at_threshold), ("floor", floor_result)):
             slots_of = base.query_slots(q.question, result.keywords)
-            text, _ = extract(q.question, result.keywords, result.passages, settings.answer_chars, analyze,
+            text, _ = extract(q.question, result.keywords, result.passages, settings.answer.answer_chars, analyze,
                               base.idf, slots=slots_of[-1] if slots_of else None)
             top = result.candidates[0].url if result.candidates else None
             record[label] = {

@@ -101,7 +101,7 @@ def prepare(name: str, work: Path, settings: Settings, *, bench_dir: Path | None
                      for q in demo_sites.load_questions(name)]
     else:
         raise InputError(f"no coverage site {name!r}: use {', '.join(site_names())}")
-    retrieval.build_index(base)
+    retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
     return Site(name, base, questions)
 
 

@@ -161,7 +161,7 @@ def run_devbench(
     articles = jsquad.load_articles(bench_dir, settings=settings)
     inside, outside = jsquad.split_articles(articles, jsquad.HELD_OUT, jsquad.SEED)
     all_questions = jsquad.questions(inside, outside)
-    n = limit or settings.devbench_sample
+    n = limit or settings.eval.devbench_sample
     chosen = jsquad.sample(all_questions, n, jsquad.SEED) if n else all_questions
     sampled = ""
     if len(chosen) < len(all_questions):
@@ -178,7 +178,7 @@ def run_devbench(
         with serve_directory(site) as root:
             summary = scraper.scrape(base.scraper, base.storage, root + toc,
                                      progress=ProgressReporter(enabled=base.cli.progress))
-        with Store(base.db, create=False) as store:
+        with Store(base.storage.db, create=False) as store:
             stored = store.current_pages()
         expected = {a.path for a in inside}
         got = {urlsplit(p.url).path.lstrip("/") for p in stored}
@@ -191,7 +191,8 @@ def run_devbench(
 
         from guiderag import retrieval
 
-        retrieval.build_index(base)  # as `guiderag scrape` does after a changed corpus
+        # as `guiderag scrape` does after a changed corpus
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         runs: list[BenchRun] = []
         curves: list[SuiteReport] = []
         for pipeline in pipelines:
@@ -203,7 +204,7 @@ def run_devbench(
                                          "(set GUIDERAG_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY)"))
                     continue
                 if retriever is None:
-                    retriever = retrieval.load_retriever(ps)
+                    retriever = retrieval.load_retriever(ps.retrieval, ps.storage, progress=ps.progress_reporter)
                 out = work / f"results-{pipeline}-{mode}.xlsx"
                 t0 = time.monotonic()
                 # ours/extract: answered with the decision open (eval.patient.open_run), so the
@@ -223,7 +224,7 @@ def run_devbench(
                     kinds = {str(r.get("id")): "in scope" if r.get("kind") == IN_SCOPE else "out of scope"
                              for r in outcome.rows}
                     curves.append(suite_report(f"JSQuAD ({pipeline}/{mode})", outcome.rows, kinds,
-                                               cut, ps.threshold, (), ()))
+                                               cut, ps.retrieval.threshold, (), ()))
                 runs.append(BenchRun(pipeline, mode, "ok", metrics=values,
                                      workbook=str(out) if keep else None,
                                      seconds=round(time.monotonic() - t0, 1),

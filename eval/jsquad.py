@@ -66,8 +66,8 @@ def _digest(text: str) -> str:
 
 
 def default_path(settings: Settings | None = None) -> Path:
-    """The JSQuAD validation file: settings.jsquad_dir, else ../shared/bench/jsquad-v1.3."""
-    folder = settings.jsquad_dir if settings and settings.jsquad_dir else shared_bench_dir() / BENCH_NAME
+    """The JSQuAD validation file: settings.eval.jsquad_dir, else ../shared/bench/jsquad-v1.3."""
+    folder = settings.eval.jsquad_dir if settings and settings.eval.jsquad_dir else shared_bench_dir() / BENCH_NAME
     return Path(folder) / DEFAULT_FILE
 
 

@@ -94,19 +94,19 @@ def open_run(settings: Any) -> Any:
     measure recorded, so that the outcome at any cut is exact."""
     from guiderag.settings import COVERAGE_MODEL, OURS
 
-    if settings.coverage_decision == COVERAGE_MODEL and settings.pipeline == OURS:
+    if settings.answer.coverage_decision == COVERAGE_MODEL and settings.retrieval.pipeline == OURS:
         return settings.replace(coverage_operating_point=0.0)
-    return settings.replace(min_line_coverage=CURVE_RUN_GATE) if settings.min_line_coverage > 0 else settings
+    return settings.replace(min_line_coverage=CURVE_RUN_GATE) if settings.answer.min_line_coverage > 0 else settings
 
 
 def operating_point(rows: Sequence[dict], settings: Any) -> float:
     """Where the decision cuts: the coverage model's own operating point (recorded in the
-    answers of the open run), or settings.min_line_coverage under the rules."""
+    answers of the open run), or settings.answer.min_line_coverage under the rules."""
     for r in rows:
         block = ((r.get("json") or {}).get("retrieval") or {}).get("coverage_model")
         if block:
             return float(block.get("model_operating_point", block.get("operating_point", 0.0)))
-    return float(settings.min_line_coverage)
+    return float(settings.answer.min_line_coverage)
 
 
 def _measure(row: dict) -> float | None:
@@ -315,14 +315,16 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
             report = scraper.scrape_site(base.scraper, base.storage, root + "gb/index.html")
         stored = len(report.summary.added)
         log(f"devbench patient: {len(questions)} questions; the scraper stored {stored} pages")
-        retrieval.build_index(base)
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = open_run(base)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-patient.xlsx" if keep else None,
-                                mode="extract", retriever=retrieval.load_retriever(run), label="patient")
+                                mode="extract", retriever=retrieval.load_retriever(run.retrieval, run.storage,
+                                                                            progress=run.progress_reporter),
+                                label="patient")
         categories = {p.question.id: p.category for p in questions}
         rep = suite_report("patient-gastric", outcome.rows, categories, operating_point(outcome.rows, settings),
-                           settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)
+                           settings.retrieval.threshold, IN_CATEGORIES, OUT_CATEGORIES)
         rep.notes.append(f"site: {path / 'site'}; {stored} pages stored by the scraper")
         if keep:
             rep.notes.append(f"site store and results workbook: {work}")

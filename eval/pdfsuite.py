@@ -161,7 +161,7 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
         with serve_directory(path / "site") as root:
             first = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
             again = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
-        with Store(base.db, create=False) as store:
+        with Store(base.storage.db, create=False) as store:
             stored = store.current_pages()
         got = {urlsplit(p.url).path.lstrip("/") for p in stored}
         want = set(gold["content_urls"])
@@ -185,15 +185,17 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
         rescrape = {"versions changed": counts["added"] + counts["changed"] + counts["removed"],
                     "unchanged": counts["unchanged"], "failed": counts["failed"]}
         log(f"devbench pdf: {len(questions)} questions; the scraper stored {len(stored)} documents")
-        retrieval.build_index(base)
+        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = base.replace(min_line_coverage=CURVE_RUN_GATE)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-pdf.xlsx" if keep else None,
-                                mode="extract", retriever=retrieval.load_retriever(run), label="pdf")
+                                mode="extract", retriever=retrieval.load_retriever(run.retrieval, run.storage,
+                                                                            progress=run.progress_reporter),
+                                label="pdf")
         categories_of = {p.question.id: p.category for p in questions}
-        rep = suite_report("pdf-gastric", outcome.rows, categories_of, settings.min_line_coverage,
-                           settings.threshold, IN_CATEGORIES, OUT_CATEGORIES)
-        gated = apply_gate(outcome.rows, settings.min_line_coverage)
+        rep = suite_report("pdf-gastric", outcome.rows, categories_of, settings.answer.min_line_coverage,
+                           settings.retrieval.threshold, IN_CATEGORIES, OUT_CATEGORIES)
+        gated = apply_gate(outcome.rows, settings.answer.min_line_coverage)
         golds = {p.question.id: p.question.golds for p in questions}
         citation = page_citation(gated, gold_pages, golds)
         shown_removed = 0

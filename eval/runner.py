@@ -248,6 +248,7 @@ class _Asker:
 
     def __init__(self, settings: Settings, mode: str, retriever: Retriever | None = None,
                  llm: LLMClient | None = None) -> None:
+        from guiderag.chatbot.config import BotConfig
         from guiderag.chatbot.library_cache import load_library, shared_library
 
         self.settings = settings
@@ -255,8 +256,9 @@ class _Asker:
         self.page_lines = _PageLines(settings.store)
         self._own_library = retriever is not None or llm is not None
         try:
-            self.library = (load_library(settings, seeded(retriever), llm) if self._own_library
-                            else shared_library(settings))
+            config = BotConfig.of(settings)
+            self.library = (load_library(config, seeded(retriever), llm) if self._own_library
+                            else shared_library(config))
         except BaseException:
             self.page_lines.close()
             raise
@@ -301,9 +303,9 @@ def _worker_batch(batch: list[tuple[int, Question]]) -> list[tuple[int, dict]]:
 
 
 def worker_count(settings: Settings, n_questions: int) -> int:
-    """Processes to use: settings.eval_workers, or (0) one per core for big sets."""
-    if settings.eval_workers > 0:
-        return settings.eval_workers
+    """Processes to use: settings.eval.eval_workers, or (0) one per core for big sets."""
+    if settings.eval.eval_workers > 0:
+        return settings.eval.eval_workers
     if n_questions < PARALLEL_MIN:
         return 1
     return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
@@ -328,7 +330,7 @@ def run_questions(
     (marked partial), and EvalInterrupted (a KeyboardInterrupt) says so; an interrupt
     before any question was done writes nothing, leaving an older workbook as it was.
     """
-    mode = mode or settings.mode
+    mode = mode or settings.answer.mode
     settings = settings.replace(mode=mode)
     if mode != EXTRACT and not settings.model_configured:
         raise ModelNotConfiguredError(
@@ -352,12 +354,12 @@ def run_questions(
     def meta_base() -> list[tuple[str, Any]]:
         return [
             ("mode", mode),
-            ("pipeline", settings.pipeline),
-            ("threshold", settings.threshold),
-            ("db", str(settings.db)),
+            ("pipeline", settings.retrieval.pipeline),
+            ("threshold", settings.retrieval.threshold),
+            ("db", str(settings.storage.db)),
             ("corpus_version", corpus_version),
-            ("answer_model", settings.answer_model if mode != EXTRACT else None),
-            ("keywords_model", settings.keywords_model),
+            ("answer_model", settings.model.answer_model if mode != EXTRACT else None),
+            ("keywords_model", settings.model.keywords_model),
             ("worker_processes", workers),
             ("started_at", started),
             *extra_meta,
@@ -396,15 +398,16 @@ def run_questions(
         if workers > 1:
             # (re)builds stale indexes once, here; not the shared library: the workers load
             # their own, and this process need not hold every retriever meanwhile
+            from guiderag.chatbot.config import BotConfig
             from guiderag.chatbot.library_cache import load_library
 
-            library = load_library(settings, seeded(retriever))
+            library = load_library(BotConfig.of(settings), seeded(retriever))
             corpus_version = library.corpus_versions()
             library.close()
         else:
             asker = _Asker(settings, mode, retriever, llm)
             corpus_version = asker.library.corpus_versions()
-        with Progress(len(questions), label, enabled=settings.progress) as bar:
+        with Progress(len(questions), label, enabled=settings.cli.progress) as bar:
             if asker is not None:
                 for i, q in enumerate(questions):
                     done[i] = asker.ask(q)

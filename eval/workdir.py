@@ -24,7 +24,7 @@ def workdir_for(path: Path | None, prefix: str = "guiderag-devbench-") -> Iterat
 def fresh_store(settings: Settings) -> None:
     """Remove the store (and its index) an earlier devbench left in the work folder."""
     for suffix in ("", "-wal", "-shm", "-journal"):
-        p = settings.db.with_name(settings.db.name + suffix)
+        p = settings.storage.db.with_name(settings.storage.db.name + suffix)
         if p.exists():
             p.unlink()
     index_dir = settings.guideline_scope(DEFAULT_GUIDELINE).index_dir

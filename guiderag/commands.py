@@ -56,7 +56,7 @@ def run_scrape(args: argparse.Namespace, settings: Settings) -> int:
         _say(f"removed {len(stale)} temporary index folder(s) of builds that did not finish: {', '.join(stale)}")
     if report.summary.corpus_changed and not args.no_index:
         try:
-            build_index(settings, scope)
+            build_index(settings.retrieval, settings.storage, scope, progress=settings.progress_reporter)
             _say("retrieval index rebuilt")
         except GuideragError as exc:
             _say(f"guiderag: error: the scrape was stored, but rebuilding the index failed: {exc}. "

@@ -3,7 +3,7 @@
 A store holds several guidelines; each has its own retrieval index, URL workbook and last
 `guiderag check`. Which one a stage works on is a `GuidelineScope` passed to it
 explicitly (`scrape_site(settings.scraper, settings.storage, toc, guideline=scope)`,
-`load_retriever(settings, scope)`), derived from the store's location and the id, never a
+`load_retriever(config, store, scope)`), derived from the store's location and the id, never a
 field of the settings.
 """
 from __future__ import annotations

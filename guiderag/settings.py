@@ -3,10 +3,11 @@ environment and CLI flags through the registry (guiderag/scopes.py declares ever
 guiderag/registry.py reads, checks and shows them).
 
 Precedence: explicit keyword overrides (CLI flags) > environment variables > defaults.
-`settings.retrieval` is the retrieval stage's own config; `settings.threshold` reads the
-same value (flat access, kept for the stages that still take the whole Settings: see
-`Flat`; the scraper and the store are handed their own config and have no flat names). Which guideline a command works on is not a setting of its stage but a
-`GuidelineScope` passed explicitly (guiderag/guideline.py); `settings.guideline` is only
+Each stage is handed its own config (`settings.retrieval`, `settings.answer`, ...; the
+answer stage a chatbot.config.BotConfig of the configs it needs), never the whole Settings:
+only the CLI, the API, the chat and eval read Settings, and there is no flat
+`settings.<name>` (#19). Which guideline a command works on is not a setting of its stage but a
+`GuidelineScope` passed explicitly (guiderag/guideline.py); `settings.storage.guideline` is only
 the one the user asked for (--guideline, GUIDERAG_GUIDELINE).
 """
 from __future__ import annotations
@@ -15,18 +16,18 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Mapping, TypeVar, overload
+from typing import Any, Mapping
 
 from .errors import InputError
 from .guideline import (AUTO_GUIDELINE, DEFAULT_GUIDELINE, GUIDELINE_ID, RESERVED_GUIDELINE_IDS, GuidelineScope,
                         check_guideline_id)
+from .progress import ProgressReporter
 from .registry import DEFAULT, ENVIRONMENT, FLAG, Setting, settings_of
 from .scopes import (COVERAGE_DECISIONS, COVERAGE_MODEL, COVERAGE_RULES, DEFAULT_ESCALATION, DEFAULT_REFUSAL, EXTRACT,
                      GENERATE, LINES, MODEL_MODES, MODES, OURS,
                      PIPELINES, PROTOCOL, SCOPES, AnswerConfig, ApiConfig, ChatConfig, CliConfig, EvalConfig,
                      ModelConfig, RetrievalConfig, ScraperConfig, StoreConfig)
 
-T = TypeVar("T")
 CODE = "code"  # a value set by the program itself (Settings.replace), not by the user
 
 # Every registered setting, in stage order, and by name (names are unique across stages).
@@ -35,36 +36,6 @@ BY_NAME: dict[str, Setting] = {s.name: s for s in REGISTRY}
 _ATTR = {stage: attr for stage, (_, attr) in SCOPES.items()}
 if len(BY_NAME) != len(REGISTRY):  # pragma: no cover - a declaration error
     raise RuntimeError("two stages declare a setting of the same name")
-
-
-class Flat(Generic[T]):
-    """`settings.<name>`: a setting read through its stage's config, typed as the field.
-
-    Phase 1 of the scoped configs gave every setting one; phase 2 hands each stage its own
-    config (`settings.scraper`) and removes them stage by stage. Gone: the scraper's (it
-    takes a ScraperConfig) and the store's PostgreSQL options (store.connection takes a
-    StoreConfig). Left, while retrieval/, chatbot/, api/, ui/ and eval/ read them: the
-    store's location and guideline (db, index_root, guideline, max_age_hours, store_url)
-    and every retrieval, answer, model, api, chat, eval and cli setting.
-    tests/test_settings.py checks which exist and that each reads the right stage."""
-
-    def __init__(self, get: Callable[[Settings], T]) -> None:
-        self._get = get
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, owner: type) -> Flat[T]: ...
-    @overload
-    def __get__(self, obj: Settings, owner: type) -> T: ...
-    def __get__(self, obj: Settings | None, owner: type) -> Flat[T] | T:
-        return self if obj is None else self._get(obj)
-
-
-def _flat(get: Callable[[Settings], T]) -> Flat[T]:
-    return Flat(get)
 
 
 @dataclass(frozen=True)
@@ -83,67 +54,6 @@ class Settings:
     # setting name -> where its value came from when not the default (ENVIRONMENT, FLAG, CODE)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    # --- flat access (until each stage below takes its own config; see Flat) --
-    db = _flat(lambda s: s.storage.db)
-    store_url = _flat(lambda s: s.storage.store_url)
-    index_root = _flat(lambda s: s.storage.index_root)
-    guideline = _flat(lambda s: s.storage.guideline)
-    max_age_hours = _flat(lambda s: s.storage.max_age_hours)
-    pipeline = _flat(lambda s: s.retrieval.pipeline)
-    threshold = _flat(lambda s: s.retrieval.threshold)
-    reference_chars = _flat(lambda s: s.retrieval.reference_chars)
-    synonyms = _flat(lambda s: s.retrieval.synonyms)
-    specific_min_weight = _flat(lambda s: s.retrieval.specific_min_weight)
-    frame_word_weight = _flat(lambda s: s.retrieval.frame_word_weight)
-    patient_table = _flat(lambda s: s.retrieval.patient_table)
-    patient_table_weight = _flat(lambda s: s.retrieval.patient_table_weight)
-    synonym_dict_weight = _flat(lambda s: s.retrieval.synonym_dict_weight)
-    compound_parts_weight = _flat(lambda s: s.retrieval.compound_parts_weight)
-    qa_page_weight = _flat(lambda s: s.retrieval.qa_page_weight)
-    qa_threshold_exponent = _flat(lambda s: s.retrieval.qa_threshold_exponent)
-    reference_floor = _flat(lambda s: s.retrieval.reference_floor)
-    max_candidates = _flat(lambda s: s.retrieval.max_candidates)
-    index_workers = _flat(lambda s: s.retrieval.index_workers)
-    mode = _flat(lambda s: s.answer.mode)
-    answer_chars = _flat(lambda s: s.answer.answer_chars)
-    max_question_chars = _flat(lambda s: s.answer.max_question_chars)
-    refusal_message = _flat(lambda s: s.answer.refusal_message)
-    escalation_text = _flat(lambda s: s.answer.escalation_text)
-    coverage_decision = _flat(lambda s: s.answer.coverage_decision)
-    coverage_operating_point = _flat(lambda s: s.answer.coverage_operating_point)
-    min_line_coverage = _flat(lambda s: s.answer.min_line_coverage)
-    require_asked_figure = _flat(lambda s: s.answer.require_asked_figure)
-    question_capped_message = _flat(lambda s: s.answer.question_capped_message)
-    history_max_turns = _flat(lambda s: s.answer.history_max_turns)
-    openai_api_key = _flat(lambda s: s.model.openai_api_key)
-    openai_base_url = _flat(lambda s: s.model.openai_base_url)
-    keywords_model = _flat(lambda s: s.model.keywords_model)
-    answer_model = _flat(lambda s: s.model.answer_model)
-    model_timeout_s = _flat(lambda s: s.model.model_timeout_s)
-    model_retries = _flat(lambda s: s.model.model_retries)
-    fallback_to_extract = _flat(lambda s: s.model.fallback_to_extract)
-    model_stream = _flat(lambda s: s.model.model_stream)
-    model_concurrency = _flat(lambda s: s.model.model_concurrency)
-    model_queue_timeout_s = _flat(lambda s: s.model.model_queue_timeout_s)
-    keywords_queue_timeout_s = _flat(lambda s: s.model.keywords_queue_timeout_s)
-    answer_max_tokens = _flat(lambda s: s.model.answer_max_tokens)
-    lines_max_tokens = _flat(lambda s: s.model.lines_max_tokens)
-    summary_max_factor = _flat(lambda s: s.model.summary_max_factor)
-    api_key = _flat(lambda s: s.api.api_key)
-    api_max_body_bytes = _flat(lambda s: s.api.api_max_body_bytes)
-    api_max_question_chars = _flat(lambda s: s.api.api_max_question_chars)
-    api_cors_origins = _flat(lambda s: s.api.api_cors_origins)
-    api_workers = _flat(lambda s: s.api.api_workers)
-    api_preload = _flat(lambda s: s.api.api_preload)
-    api_ready_timeout_s = _flat(lambda s: s.api.api_ready_timeout_s)
-    api_request_timeout_s = _flat(lambda s: s.api.api_request_timeout_s)
-    sample_on_empty = _flat(lambda s: s.chat.sample_on_empty)
-    display_timezone = _flat(lambda s: s.chat.display_timezone)
-    jsquad_dir = _flat(lambda s: s.eval.jsquad_dir)
-    devbench_sample = _flat(lambda s: s.eval.devbench_sample)
-    eval_workers = _flat(lambda s: s.eval.eval_workers)
-    progress = _flat(lambda s: s.cli.progress)
-
     # --- derived -----------------------------------------------------------
     @property
     def store(self) -> Path | str:
@@ -159,6 +69,11 @@ class Settings:
     def model_configured(self) -> bool:
         """True when an answer model and credentials (or a local base URL) are set."""
         return self.model.configured
+
+    @property
+    def progress_reporter(self) -> ProgressReporter:
+        """Where the stages report progress: stderr bars, unless --no-progress / GUIDERAG_PROGRESS=0."""
+        return ProgressReporter(enabled=self.cli.progress)
 
     def guideline_scope(self, gid: str) -> GuidelineScope:
         """Guideline `gid` of this store: its index folder, URL workbook and check status."""

@@ -1,8 +1,9 @@
 """Japanese retrieval: analyzer, index (fit once, .npz + JSON, atomic swap) and two pipelines.
 
 Public surface (ARCHITECTURE.md):
-- `build_index(settings) -> IndexInfo`: index the store's current pages, swap in atomically;
-- `load_retriever(settings) -> Retriever`: the configured pipeline (settings.pipeline);
+- `build_index(config, store, guideline) -> IndexInfo`: index a guideline's current pages (a
+  RetrievalConfig, the StoreConfig, a GuidelineScope), swap in atomically;
+- `load_retriever(config, store, guideline) -> Retriever`: the configured pipeline (config.pipeline);
   for `ours` the index is loaded, and rebuilt when missing, corrupt or stale;
 - `Retriever.search(question, keywords=None) -> RetrievalResult`,
   `.offline_keywords(question, k)`, `.idf(term)`, `.analyze(text)` (question terms, framing words

@@ -20,13 +20,14 @@ import random
 import resource
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
-from guiderag.settings import DEFAULT_GUIDELINE, PROTOCOL, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE
+from guiderag.scopes import PROTOCOL, RetrievalConfig
 from guiderag.store import PageVersion
 
 from .analyzer import protocol_nouns, tagger
@@ -205,7 +206,7 @@ def _rss_mb(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024.0  # Linux: kilobytes
 
 
-def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
+def run_size(n_pages: int, n_queries: int, config: RetrievalConfig, workdir: Path,
              log: Callable[[str], None] | None = None) -> dict:
     """One row of the benchmark."""
     say = log or (lambda msg: None)
@@ -214,17 +215,17 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
     texts = [p.title + "\n" + "\n".join(p.lines) for p in corpus.pages]
     say(f"bench: {n_pages} pages: MeCab raw throughput")
     mecab, mecab_cpu = mecab_chars_per_s(texts)
-    analyzer = make_analyzer(settings)
+    analyzer = make_analyzer(config)
     say(f"bench: {n_pages} pages: building the index")
     started, cpu = time.perf_counter(), _cpu_s()
-    data = build_data(corpus.pages, f"bench:{n_pages}", settings, analyzer)
+    data = build_data(corpus.pages, f"bench:{n_pages}", config, analyzer)
     index_dir = workdir / f"index-{n_pages}"
     save_data(data, index_dir)
     build_s, build_cpu = time.perf_counter() - started, _cpu_s() - cpu
     started = time.perf_counter()
     loaded = load_data(index_dir)
     load_s = time.perf_counter() - started
-    retriever = OursRetriever(settings, corpus.pages, loaded, analyzer, guideline=DEFAULT_GUIDELINE)
+    retriever = OursRetriever(config, corpus.pages, loaded, analyzer, guideline=DEFAULT_GUIDELINE)
     retriever.search(corpus.queries[0])  # warm-up
     say(f"bench: {n_pages} pages: {len(corpus.queries)} queries (ours)")
     ours_ms: list[float] = []
@@ -236,7 +237,7 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
         governed += result.governed
     say(f"bench: {n_pages} pages: protocol (refit per query)")
     docs = [protocol_nouns(page_text(p)) for p in corpus.pages]
-    protocol = ProtocolRetriever(settings.replace(pipeline=PROTOCOL), corpus.pages, "bench", docs=docs,
+    protocol = ProtocolRetriever(replace(config, pipeline=PROTOCOL), corpus.pages, "bench", docs=docs,
                                   guideline=DEFAULT_GUIDELINE)
     proto_ms: list[float] = []
     spent = 0.0
@@ -270,7 +271,7 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
         "terms": len(data.term_vocab),
         "index_build_s": round(build_s, 2),
         "index_load_s": round(load_s, 3),
-        "index_workers": settings.index_workers,
+        "index_workers": config.index_workers,
         "index_vs_mecab": round((data.chars / build_s) / mecab, 2),
         # per CPU second (robust to other load on the machine; workers' CPU included)
         "index_cpu_chars_per_s": round(data.chars / max(1e-9, build_cpu)),
@@ -282,11 +283,10 @@ def run_size(n_pages: int, n_queries: int, settings: Settings, workdir: Path,
     }
 
 
-def run(sizes: Sequence[int], n_queries: int, settings: Settings, log: Callable[[str], None] | None = None) -> dict:
-    """The benchmark over every corpus size, in one process."""
-    settings = settings.replace(progress=False)
+def run(sizes: Sequence[int], n_queries: int, config: RetrievalConfig, log: Callable[[str], None] | None = None) -> dict:
+    """The benchmark over every corpus size, in one process (no progress bars)."""
     with tempfile.TemporaryDirectory(prefix="guiderag-bench-") as tmp:
-        runs = [run_size(n, n_queries, settings, Path(tmp), log) for n in sizes]
+        runs = [run_size(n, n_queries, config, Path(tmp), log) for n in sizes]
     return {
         "runs": runs,
         "notes": [

@@ -15,8 +15,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.progress import Progress
-from guiderag.settings import DEFAULT_GUIDELINE, GuidelineScope, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE, GuidelineScope
+from guiderag.progress import QUIET, ProgressReporter
+from guiderag.scopes import RetrievalConfig, StoreConfig
 from guiderag.store import PageVersion
 
 from guiderag.store import structure
@@ -245,23 +246,24 @@ def _chunks(pages: Sequence[PageVersion], size: int) -> Iterator[list[tuple[str,
         yield [(p.title, p.lines) for p in pages[start : start + size]]
 
 
-def analyze_pages(pages: Sequence[PageVersion], settings: Settings, analyzer: Analyzer) -> Iterator[tuple]:
+def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyzer: Analyzer,
+                  progress: ProgressReporter = QUIET) -> Iterator[tuple]:
     """Yield `_chunk_rows` of the pages' chunks, in order. For big corpora the work is
-    shared by settings.index_workers processes: this one takes every n-th chunk between
+    shared by config.index_workers processes: this one takes every n-th chunk between
     assembling results, and n - 1 forked workers take the others, all queued at once.
     (Measured on 1,000 pages, 2 processes: as fast as 2 workers beside an idle main
     process, 1.29 s against 1.30 s median of 5, with one process less. Handing chunks out
     one by one was slower, 1.5 s: the pool's feeder and result threads wait for the GIL
     while this process analyses.)"""
     global _WORKER
-    workers = settings.index_workers
+    workers = config.index_workers
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     # about eight chunks per process (balance), at most _CHUNK_PAGES pages (progress)
     size = max(1, min(_CHUNK_PAGES, -(-len(pages) // (8 * max(1, workers)))))
     chunks = list(_chunks(pages, size))
     init = (analyzer, passages.PASSAGE_CHARS, structure.HEADING_MAX_CHARS)
     try:
-        with Progress(len(pages), "index", enabled=settings.progress) as bar:
+        with progress.bar(len(pages), "index") as bar:
             if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
                 ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
                 with ctx.Pool(workers - 1, initializer=_init_worker, initargs=init) as pool:
@@ -344,7 +346,8 @@ def _stack(levels: list[sp.csr_matrix]) -> sp.csc_matrix:
 
 
 def build_data(
-    pages: Sequence[PageVersion], corpus_version: str, settings: Settings, analyzer: Analyzer
+    pages: Sequence[PageVersion], corpus_version: str, config: RetrievalConfig, analyzer: Analyzer,
+    progress: ProgressReporter = QUIET,
 ) -> IndexData:
     """Analyse every page once and build the matrices and the line analyses in memory."""
     term_vocab: dict[str, int] = {}
@@ -361,7 +364,7 @@ def build_data(
     passage_last: list[int] = []
     maps: dict[int, tuple[_IdMap, _IdMap, _IdMap]] = {}
     row = 0
-    for result in analyze_pages(pages, settings, analyzer):
+    for result in analyze_pages(pages, config, analyzer, progress):
         pid, t_start, new_terms, b_start, new_bigrams, l_start, new_lines, blocks, metas, span_counts, texts = result
         tmap, bmap, lmap = maps.setdefault(pid, (_IdMap(), _IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
@@ -396,7 +399,7 @@ def build_data(
     del page_bigrams
     return IndexData(
         corpus_version=corpus_version,
-        fingerprint=index_fingerprint(settings, analyzer),
+        fingerprint=index_fingerprint(config, analyzer),
         page_keys=[(p.url, p.version, p.content_hash) for p in pages],
         term_vocab=term_vocab,
         bigram_vocab=bigram_vocab,
@@ -416,20 +419,21 @@ def build_data(
     )
 
 
-def build_index(settings: Settings, guideline: GuidelineScope | None = None, *,
-                pages: Sequence[PageVersion] | None = None, corpus_version: str | None = None) -> IndexInfo:
+def build_index(config: RetrievalConfig, store: StoreConfig, guideline: GuidelineScope | None = None, *,
+                pages: Sequence[PageVersion] | None = None, corpus_version: str | None = None,
+                progress: ProgressReporter = QUIET) -> IndexInfo:
     """Build the index of one guideline's current pages (`guideline`, else the store's only
     one) and swap it in atomically under its own folder; other guidelines' indexes are not
     touched. Given `pages` and `corpus_version`, the store is not read (the default
     guideline's folder unless `guideline` names another)."""
     started = time.perf_counter()
     if pages is None or corpus_version is None:
-        scope = resolve_guideline(settings, guideline)
-        pages, corpus_version = read_corpus(settings, scope)
+        scope = resolve_guideline(store, guideline)
+        pages, corpus_version = read_corpus(store, scope)
     else:
-        scope = guideline or settings.guideline_scope(DEFAULT_GUIDELINE)
-    analyzer = make_analyzer(settings)
-    data = build_data(pages, corpus_version, settings, analyzer)
+        scope = guideline or GuidelineScope.of(store, DEFAULT_GUIDELINE)
+    analyzer = make_analyzer(config)
+    data = build_data(pages, corpus_version, config, analyzer, progress)
     folder = save_data(data, scope.index_dir)
     return IndexInfo(
         path=folder,

@@ -6,6 +6,7 @@ import json
 import sys
 
 from guiderag.errors import InputError
+from guiderag.progress import ProgressReporter
 from guiderag.settings import GuidelineScope, Settings
 
 
@@ -17,14 +18,15 @@ def run_index(args: argparse.Namespace, settings: Settings) -> int:
     from .build import build_index
 
     with Store(settings.store, create=False) as store:
-        if settings.guideline:
-            ids = [store.resolve_guideline(settings.guideline)]
+        if settings.storage.guideline:
+            ids = [store.resolve_guideline(settings.storage.guideline)]
         else:
             counts = store.page_counts()
             ids = [g.id for g in store.guidelines() if counts.get(g.id)]
     targets: list[GuidelineScope | None] = [settings.guideline_scope(gid) for gid in ids]
     for target in targets or [None]:  # none: building the store's only one says why
-        info = build_index(settings, target)
+        info = build_index(settings.retrieval, settings.storage, target,
+                           progress=ProgressReporter(enabled=settings.cli.progress))
         print(info.describe(), file=sys.stderr)
     return 0
 
@@ -48,8 +50,8 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:
     queries = int(getattr(args, "queries", 200) or 0)
     if queries < 1:
         raise InputError(f"--queries must be at least 1, not {queries}")
-    log = (lambda msg: print(msg, file=sys.stderr)) if settings.progress else None
-    report = run(sizes, queries, settings, log=log)
+    log = (lambda msg: print(msg, file=sys.stderr)) if settings.cli.progress else None
+    report = run(sizes, queries, settings.retrieval, log=log)
     if getattr(args, "json", False):
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:

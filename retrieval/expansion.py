@@ -14,7 +14,7 @@ Two resources, both applied to QUESTIONS only (the index keeps the guideline's w
   of its synonym groups that the corpus does use (お金 -> 金, 目やに -> 目脂).
 
 Each expansion names the question's terms it stands for and a corpus term it reaches,
-with a weight below 1 (settings.patient_table_weight, settings.synonym_dict_weight): the
+with a weight below 1 (RetrievalConfig.patient_table_weight, .synonym_dict_weight): the
 pipeline counts the question's term as found, at that weight, where the corpus term is
 (retrieval.scoring). `Expansion.to_json` is what the answer's `retrieval` lists.
 """
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from guiderag.errors import InputError
 from guiderag.resources import data_path
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 
 from .analyzer import normalize, tokenize
 from .tokens import OTHER, PREFIX, Token
@@ -242,17 +242,17 @@ def load_sudachi(path: Path) -> SudachiSynonyms:
 _PATIENT: dict[tuple[Path, str], PatientTable] = {}
 
 
-def patient_table_path(settings: Settings) -> Path:
-    """settings.patient_table, else the bundled data/patient_terms.tsv."""
-    return Path(settings.patient_table) if settings.patient_table is not None else data_path(PATIENT_TABLE)
+def patient_table_path(config: RetrievalConfig) -> Path:
+    """config.patient_table, else the bundled data/patient_terms.tsv."""
+    return Path(config.patient_table) if config.patient_table is not None else data_path(PATIENT_TABLE)
 
 
-def load_patient_table(settings: Settings, analyzer: "Analyzer") -> PatientTable | None:
-    """The patient table the settings ask for (None when its weight is 0), read once per
+def load_patient_table(config: RetrievalConfig, analyzer: "Analyzer") -> PatientTable | None:
+    """The patient table the config asks for (None when its weight is 0), read once per
     process and analyzer: expressions are tokenised as questions are, synonyms applied."""
-    if settings.patient_table_weight <= 0:
+    if config.patient_table_weight <= 0:
         return None
-    path = patient_table_path(settings)
+    path = patient_table_path(config)
     rows, digest = read_patient_table(path)
     key = (path, digest + analyzer.fingerprint())
     table = _PATIENT.get(key)
@@ -276,8 +276,8 @@ def readings(analyzer: "Analyzer") -> list[Callable[[str], list[Token]]]:
     return [tokenize, lambda text: synonyms.apply(tokenize(text))]
 
 
-def load_synonym_dict(settings: Settings) -> SudachiSynonyms | None:
-    """The bundled Sudachi synonym dictionary, or None when settings.synonym_dict_weight is 0."""
-    if settings.synonym_dict_weight <= 0:
+def load_synonym_dict(config: RetrievalConfig) -> SudachiSynonyms | None:
+    """The bundled Sudachi synonym dictionary, or None when config.synonym_dict_weight is 0."""
+    if config.synonym_dict_weight <= 0:
         return None
     return load_sudachi(data_path(SUDACHI_DIR, SUDACHI_FILE))

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 
 from guiderag.store import structure
 
@@ -116,13 +116,13 @@ class IndexData:
         return {"terms": self.terms, "bigrams": self.bigrams}[channel].tocsr()[self.rows(level)]
 
 
-def make_analyzer(settings: Settings) -> Analyzer:
-    """The analyzer the settings ask for (synonyms from settings.synonyms or data/synonyms.tsv);
+def make_analyzer(config: RetrievalConfig) -> Analyzer:
+    """The analyzer the config asks for (synonyms from config.synonyms or data/synonyms.tsv);
     it also emits the words inside a compound (胸腺腫 -> 胸, 腺腫: Analyzer.parts), always."""
-    return Analyzer(synonyms=load_synonyms(synonyms_path(settings)))
+    return Analyzer(synonyms=load_synonyms(synonyms_path(config)))
 
 
-def index_fingerprint(settings: Settings, analyzer: Analyzer) -> str:
+def index_fingerprint(config: RetrievalConfig, analyzer: Analyzer) -> str:
     """Everything that changes what is stored; an index with another one is rebuilt."""
     return (
         f"{INDEX_FORMAT};{analyzer.fingerprint()};passage_chars={passages.PASSAGE_CHARS};"

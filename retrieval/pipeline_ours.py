@@ -3,7 +3,7 @@
 The score of a passage (a window of lines under its heading, headed by its page's title)
 is the share of the question's idf mass it holds, with a proximity factor and a Q&A page's
 share mixed in: the formula is retrieval.scoring's. The threshold: a passage of a Q&A page
-clears threshold ** settings.qa_threshold_exponent (0.16 for 0.2; measured on the
+clears threshold ** config.qa_threshold_exponent (0.16 for 0.2; measured on the
 patient-worded sets), any other passage the threshold.
 
 Keywords (a model's terms) may only add evidence: the question is scored alone and with
@@ -20,7 +20,7 @@ back to the earlier page). A question searched without context is scored exactly
 
 The reference takes the best passages above their threshold, best first, as whole lines
 (with the heading line of their section), never the same line twice, until
-settings.reference_chars characters.
+config.reference_chars characters.
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import DEFAULT_GUIDELINE, OURS, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE
+from guiderag.scopes import OURS, RetrievalConfig
 from guiderag.store import PageVersion
 
 from .analyzer import Analyzer
@@ -62,9 +63,9 @@ class OursRetriever(Retriever):
 
     pipeline = OURS
 
-    def __init__(self, settings: Settings, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer, *,
+    def __init__(self, config: RetrievalConfig, pages: Sequence[PageVersion], data: IndexData, analyzer: Analyzer, *,
                  guideline: str = DEFAULT_GUIDELINE) -> None:
-        super().__init__(settings, pages, data.corpus_version, guideline=guideline)
+        super().__init__(config, pages, data.corpus_version, guideline=guideline)
         self.data = data
         self.analyzer = analyzer
         self._unseen = unseen_idf(data.n_pages)
@@ -72,9 +73,9 @@ class OursRetriever(Retriever):
         self._builder: QueryBuilder | None = None
         self._parsed = functools.lru_cache(maxsize=PARSED_KEPT)(functools.partial(parse_query, analyzer))
         self._queries = functools.lru_cache(maxsize=PARSED_KEPT)(self._query)
-        # pages whose title is a question: the whole page answers it (settings.qa_page_weight)
+        # pages whose title is a question: the whole page answers it (config.qa_page_weight)
         self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
-        self.scorer = PassageScorer(settings, data, self._unseen_query, self._qa_pages)
+        self.scorer = PassageScorer(config, data, self._unseen_query, self._qa_pages)
         # every line's analysis, made with the index (retrieval.lines)
         self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
         self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
@@ -107,8 +108,8 @@ class OursRetriever(Retriever):
         """The query builder (its resources are read on first use)."""
         if self._builder is None:
             self._builder = QueryBuilder(
-                self.settings, self.analyzer, self.data.term_vocab, self.idf,
-                load_patient_table(self.settings, self.analyzer), load_synonym_dict(self.settings),
+                self.config, self.analyzer, self.data.term_vocab, self.idf,
+                load_patient_table(self.config, self.analyzer), load_synonym_dict(self.config),
                 parse=self.parse,
             )
         return self._builder
@@ -200,13 +201,13 @@ class OursRetriever(Retriever):
                 "the question has no words the analyzer can search for (no Japanese nouns, "
                 "verbs or alphanumeric terms): not covered",
             )
-        threshold = self.settings.threshold
+        threshold = self.config.threshold
         scores = hits.dense(self.data.n_passages)
         top = hits.top
         thresholds = self._thresholds()
         above = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
         cleared = bool(len(above))
-        floor = self.settings.reference_floor
+        floor = self.config.reference_floor
         if not cleared and floor > 0:
             # nothing cleared the threshold: the passages over the floor are the reference the
             # coverage decision weighs (chatbot.coverage_decision), which refuses most of them;
@@ -252,26 +253,26 @@ class OursRetriever(Retriever):
 
     @property
     def qa_threshold(self) -> float:
-        """The threshold of a Q&A page's passages: settings.threshold ** qa_threshold_exponent."""
-        return float(self.settings.threshold ** self.settings.qa_threshold_exponent)
+        """The threshold of a Q&A page's passages: config.threshold ** qa_threshold_exponent."""
+        return float(self.config.threshold ** self.config.qa_threshold_exponent)
 
     def _thresholds(self) -> np.ndarray | float:
-        """The threshold of every passage: settings.threshold, lower on Q&A pages (a page
+        """The threshold of every passage: config.threshold, lower on Q&A pages (a page
         whose title asks one question answers it as a whole; the module docstring)."""
         if self._threshold_of is None:
-            if not self._qa_pages.any() or self.qa_threshold == self.settings.threshold:
-                self._threshold_of = self.settings.threshold
+            if not self._qa_pages.any() or self.qa_threshold == self.config.threshold:
+                self._threshold_of = self.config.threshold
             else:
                 self._threshold_of = np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
-                                              np.float32(self.settings.threshold))
+                                              np.float32(self.config.threshold))
         return self._threshold_of
 
     def _hits(self, query: Query) -> Hits:
         """The query's scores where the search reads them (retrieval.scoring.Hits): every
         passage reaching its threshold, and the top one."""
         thresholds = self._thresholds()
-        if min(float(self.settings.threshold), self.qa_threshold) > 0:
-            return self.scorer.query_hits(query, thresholds, float(self.settings.reference_floor))
+        if min(float(self.config.threshold), self.qa_threshold) > 0:
+            return self.scorer.query_hits(query, thresholds, float(self.config.reference_floor))
         scores, _, unknown = self.scorer.query_scores(query)  # a threshold of 0 takes every passage
         rows = np.arange(len(scores), dtype=np.int64)
         return Hits(rows, scores, unknown)
@@ -289,7 +290,7 @@ class OursRetriever(Retriever):
         return out
 
     def _candidates(self, above: np.ndarray, scores: np.ndarray) -> tuple[list[Candidate], int]:
-        """The best settings.max_candidates pages with a passage above the threshold (by
+        """The best config.max_candidates pages with a passage above the threshold (by
         their best passage's score), and how many pages cleared it in all."""
         if not len(above):
             return [], 0
@@ -297,7 +298,7 @@ class OursRetriever(Retriever):
         np.maximum.at(best, self.data.passage_page[above], scores[above])
         rows = np.nonzero(best >= 0)[0]
         total = len(rows)
-        limit = max(1, self.settings.max_candidates)
+        limit = max(1, self.config.max_candidates)
         if total > limit:
             rows = rows[np.argpartition(-best[rows], limit)[:limit]]
         rows = rows[np.argsort(-best[rows], kind="stable")]
@@ -309,7 +310,7 @@ class OursRetriever(Retriever):
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
         """Whole lines of the best passages, best first, no line twice, within the budget."""
         d = self.data
-        budget = self.settings.reference_chars
+        budget = self.config.reference_chars
         used_chars = 0
         used: dict[int, set[int]] = {}
         out: list[Passage] = []

@@ -24,7 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
-from guiderag.settings import DEFAULT_GUIDELINE, PROTOCOL, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE
+from guiderag.scopes import PROTOCOL, RetrievalConfig
 from guiderag.store import PageVersion
 from guiderag.store.structure import title_line
 
@@ -77,9 +78,9 @@ class ProtocolRetriever(Retriever):
 
     pipeline = PROTOCOL
 
-    def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str,
+    def __init__(self, config: RetrievalConfig, pages: Sequence[PageVersion], corpus_version: str,
                  docs: Sequence[str] | None = None, *, guideline: str = DEFAULT_GUIDELINE) -> None:
-        super().__init__(settings, pages, corpus_version, guideline=guideline)
+        super().__init__(config, pages, corpus_version, guideline=guideline)
         self.texts = [page_text(p) for p in self.pages]
         self.docs = list(docs) if docs is not None else [protocol_nouns(t) for t in self.texts]
         df: Counter[str] = Counter()
@@ -119,11 +120,11 @@ class ProtocolRetriever(Retriever):
             )
         keyword_text = " ".join(keywords)
         scores = protocol_scores(self.docs, keyword_text)
-        threshold = self.settings.threshold
+        threshold = self.config.threshold
         order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= threshold]
         top = float(scores.max()) if len(scores) else 0.0
         candidates = [Candidate(self.pages[i].url, self.pages[i].title, float(scores[i]), row=i) for i in order]
-        literal = literal_reference([self.texts[i] for i in order], self.settings.reference_chars)
+        literal = literal_reference([self.texts[i] for i in order], self.config.reference_chars)
         passages = self._line_passages(order, scores)
         notes: list[str] = []
         if not candidates:
@@ -133,7 +134,7 @@ class ProtocolRetriever(Retriever):
             total = sum(len([l for l in self.pages[i].lines if l.strip()]) for i in order)
             if shown < total:
                 notes.append(
-                    f"protocol: the literal reference was cut at {self.settings.reference_chars} "
+                    f"protocol: the literal reference was cut at {self.config.reference_chars} "
                     f"characters (mid-line); passages hold the {shown} whole lines inside it, of {total}"
                 )
         return RetrievalResult(
@@ -152,7 +153,7 @@ class ProtocolRetriever(Retriever):
 
     def _line_passages(self, order: Sequence[int], scores: np.ndarray) -> list[Passage]:
         """The whole lines of the kept pages lying inside the truncated literal reference."""
-        limit = self.settings.reference_chars
+        limit = self.config.reference_chars
         position = 0  # characters of the literal reference consumed so far
         out: list[Passage] = []
         for i in order:

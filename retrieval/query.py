@@ -8,7 +8,7 @@ Each distinct term of the question is a slot. A slot has
   (retrieval.specificity: 髪, 戻る, お金 weigh little; 白血病, 漢方 fully). Proper nouns,
   alphanumeric terms and the guideline's own synonyms keep their weight. A word naming
   the kind of answer asked for (retrieval.framing.ANSWER_FRAMES: 違い, 方法, 時期) weighs
-  settings.frame_word_weight more;
+  config.frame_word_weight more;
 - a word the corpus never uses that is a word it does use with a light affix (切除後,
   治療中, 年齢的, お餅, 下痢気味: LIGHT_PREFIXES, LIGHT_SUFFIXES) is that word: the slot of
   切除; a light affix also read as a word of its own (気味) is then no slot;
@@ -17,7 +17,7 @@ Each distinct term of the question is a slot. A slot has
   question's compound short: 高額療養 -> 高額療養費制度), and the expansions
   (retrieval.expansion: the patient table for every term, Sudachi's synonyms for a term
   the corpus never uses), below 1;
-- parts (with settings.compound_parts_weight > 0): a compound the corpus never uses whose
+- parts (with config.compound_parts_weight > 0): a compound the corpus never uses whose
   words it does use (胃切除, 再発胃がん) is found where one line says those words next to
   each other (the bigrams where they join, 胃切, in that line too), at that weight; a
   patient table target the guideline never uses whose words it does (胃切除 where it says
@@ -37,7 +37,7 @@ import bisect
 import functools
 from typing import Callable, Sequence
 
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 
 from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
 from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
@@ -61,12 +61,12 @@ _GENERAL_KINDS = frozenset({NOUN, VERB, AFFIXED, COMPOUND})
 class QueryBuilder:
     """Builds Query objects against one index vocabulary."""
 
-    def __init__(self, settings: Settings, analyzer: Analyzer, vocab: dict[str, int],
+    def __init__(self, config: RetrievalConfig, analyzer: Analyzer, vocab: dict[str, int],
                  idf: Callable[[str], float], patient: PatientTable | None,
                  sudachi: SudachiSynonyms | None, parse: Callable[[str], Parsed] | None = None) -> None:
         """`parse`: a question text's (query tokens, analysis), by default the analyzer's
         (the retriever passes its own, which keeps the last questions')."""
-        self.settings = settings
+        self.config = config
         self.analyzer = analyzer
         self.vocab = vocab
         self.idf = idf
@@ -202,7 +202,7 @@ class QueryBuilder:
         return tuple(dict.fromkeys(words)), tuple(dict.fromkeys(junctions))
 
     def specificity(self, term: Term) -> float:
-        s = self.settings
+        s = self.config
         if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
             return 1.0
         return weight_of_zipf(zipf(*lookup_forms(term)), RARE_ZIPF, COMMON_ZIPF,
@@ -222,7 +222,7 @@ class QueryBuilder:
 
     def _add(self, text: str, slots: dict[str, Slot], bigrams: dict[str, float],
              expansions: list[Expansion], known_only: bool) -> None:
-        s = self.settings
+        s = self.config
         vocab = self.vocab
         tokens, analysis = self.parse(text)
         local: dict[str, Slot] = {}
@@ -312,7 +312,7 @@ class QueryBuilder:
     def _expand(self, tokens: Sequence[Token], terms: list[Term], slots: dict[str, Slot],
                 expansions: list[Expansion]) -> None:
         """Alternatives from the patient table (every term) and Sudachi (unknown terms)."""
-        s = self.settings
+        s = self.config
         if self.patient is not None and s.patient_table_weight > 0:
             for match in self.patient.matches(tokens):
                 surfaces = [tokens[i].surface for i in match.positions]
@@ -344,7 +344,7 @@ class QueryBuilder:
         """A patient table target this guideline never uses as a whole whose words it does
         use (胃切除 where the guideline says 胃の切除): the phrase is found, at
         patient_table_weight * compound_parts_weight, where the words meet (Slot.parts)."""
-        s = self.settings
+        s = self.config
         if s.compound_parts_weight <= 0:
             return
         terms = self._terms(target_word)
@@ -366,7 +366,7 @@ class QueryBuilder:
         of up to SUDACHI_SPAN tokens inside a word group (お産 of お産のあと -> 御産後) is
         looked up, by surface and by lemmas; a corpus word of its groups becomes an
         alternative of the unknown terms that contain it."""
-        lam = self.settings.synonym_dict_weight
+        lam = self.config.synonym_dict_weight
         sudachi = self.sudachi
         if sudachi is None:
             return

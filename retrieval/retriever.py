@@ -4,7 +4,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
-from guiderag.settings import DEFAULT_GUIDELINE, Settings
+from guiderag.guideline import DEFAULT_GUIDELINE
+from guiderag.scopes import RetrievalConfig
 from guiderag.store import PageVersion
 
 from .lines import ComputedLines, LineAnalyses
@@ -24,9 +25,9 @@ class Retriever(ABC):
 
     pipeline: str = ""
 
-    def __init__(self, settings: Settings, pages: Sequence[PageVersion], corpus_version: str, *,
+    def __init__(self, config: RetrievalConfig, pages: Sequence[PageVersion], corpus_version: str, *,
                  guideline: str = DEFAULT_GUIDELINE) -> None:
-        self.settings = settings
+        self.config = config
         self.pages: list[PageVersion] = list(pages)
         self.corpus_version = corpus_version
         self.guideline = guideline
@@ -86,7 +87,7 @@ class Retriever(ABC):
             query_terms=list(extra.pop("query_terms", [])),
             candidates=[],
             passages=[],
-            threshold=self.settings.threshold,
+            threshold=self.config.threshold,
             top_score=float(extra.pop("top_score", 0.0)),
             pipeline=self.pipeline,
             corpus_version=self.corpus_version,

@@ -78,7 +78,7 @@ from typing import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 
 from .index import IndexData
 from .query import Query, Slot
@@ -210,8 +210,8 @@ class PassageScorer:
     """The score of every passage and page of an IndexData for one Query (the module
     docstring); `qa_pages` says which pages' titles ask one question."""
 
-    def __init__(self, settings: Settings, data: IndexData, unseen_query: float, qa_pages: np.ndarray) -> None:
-        self.settings = settings
+    def __init__(self, config: RetrievalConfig, data: IndexData, unseen_query: float, qa_pages: np.ndarray) -> None:
+        self.config = config
         self.data = data
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
@@ -340,7 +340,7 @@ class PassageScorer:
         """w(P) of each passage's page: settings.qa_page_weight on a Q&A page, else PAGE_WEIGHT."""
         pw = PAGE_WEIGHT
         if self._page_w is None or self._page_w[0] != pw:
-            s, d = self.settings, self.data
+            s, d = self.config, self.data
             if s.qa_page_weight != pw and self._qa_pages.any():
                 w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
                                                  np.float32(pw))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from guiderag.errors import InputError
 from guiderag.resources import SYNONYMS_FILE, data_path
-from guiderag.settings import Settings
+from guiderag.scopes import RetrievalConfig
 
 from .analyzer import normalize, tokenize
 from .tokens import SYNONYM, Token
@@ -119,13 +119,13 @@ def load_synonyms(path: Path | None) -> SynonymTable | None:
     return SynonymTable.from_groups(groups, digest)
 
 
-def synonyms_path(settings: Settings) -> Path | None:
-    """settings.synonyms, else the bundled data/synonyms.tsv.
+def synonyms_path(config: RetrievalConfig) -> Path | None:
+    """config.synonyms, else the bundled data/synonyms.tsv.
 
     The bundled table is package data: missing, guiderag is damaged (the analyzer, and
     every answer, would silently differ), so that is an error, not "no synonyms"."""
-    if settings.synonyms is not None:
-        return Path(settings.synonyms)
+    if config.synonyms is not None:
+        return Path(config.synonyms)
     bundled = data_path(SYNONYMS_FILE)
     if not bundled.is_file():
         raise InputError(f"the bundled synonym table {bundled} is missing: reinstall guiderag "

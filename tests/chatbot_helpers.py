@@ -103,5 +103,5 @@ def indexed_settings(tmp_path: Path, pages: dict[str, Sequence[str]] | None = No
     if isinstance(db, str):
         overrides.setdefault("index_root", tmp_path / "index")
     settings = Settings.load(env={}, db=db, progress=False, **overrides)
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     return settings

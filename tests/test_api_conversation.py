@@ -78,7 +78,7 @@ def test_a_follow_up_the_guideline_does_not_cover_is_refused(api) -> None:
     assert got["context"]["phrase"] == "気管支鏡の検査"  # refused as a follow-up, and it says so
 
 
-LIMIT = Settings.load(env={}).history_max_turns
+LIMIT = Settings.load(env={}).answer.history_max_turns
 
 
 @pytest.mark.parametrize("history,why", [

@@ -26,6 +26,7 @@ from guiderag.ui.text import MODE_LABELS, TEXT
 from openai_stub import OpenAIStub, Reply  # tests/ is on sys.path (conftest.py)
 from storekit import copy_store
 from guiderag.store import FetchedPage, Store
+from guiderag.scopes import RetrievalConfig, StoreConfig
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 RUN_TIMEOUT_S = 120  # a generous ceiling for slow CI machines, not a speed assertion
@@ -320,7 +321,7 @@ def injected_store(db: Path) -> None:
         run = store.begin_run("https://guide.example.org/index.html")
         page = FetchedPage(url="https://guide.example.org/q1.html?a=1&b=<x>", title="Q1 <b>治療</b> **法**", lines=lines)
         store.commit_run(run, [page], content_urls=[page.url])
-    retrieval.build_index(Settings.load(env={}, db=db))
+    retrieval.build_index(RetrievalConfig(), StoreConfig(db=db))
 
 
 def test_markup_in_questions_and_pages_is_shown_literally(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
@@ -398,7 +399,7 @@ def test_model_failure_with_fallback_says_so_above_the_extract_answer(
 
 
 def test_long_question_is_answered_with_a_note_that_it_was_cut(store_copy: Path) -> None:
-    limit = Settings.load().max_question_chars
+    limit = Settings.load().answer.max_question_chars
     question = IN_SCOPE + "詳しく知りたいです。" * (limit // 5)
     at = ask(start_app(), question)
     [turn] = history(at)
@@ -440,7 +441,8 @@ def test_a_new_scrape_is_answered_from_without_restarting_the_app(store_copy: Pa
                    "温熱療法は、がんのある部分を温めて、ほかの治療の効果を高めることをねらう治療です。"),
         )
         store.commit_run(run, [page], content_urls=[*live, page.url])
-    retrieval.build_index(Settings.load())
+    loaded = Settings.load()
+    retrieval.build_index(loaded.retrieval, loaded.storage)
     at = ask(at, question)
     answer = history(at)[-1].answer
     assert answer.governed and [p.url for p in answer.passages][:1] == [page.url]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot
 from guiderag.chatbot.audit import AuditLog
@@ -17,6 +18,7 @@ from guiderag.chatbot.lines import number_reference
 from guiderag.cli import main
 from guiderag.settings import DEFAULT_ESCALATION, DEFAULT_REFUSAL, Settings
 from guiderag.store import Store
+from guiderag.scopes import RetrievalConfig, StoreConfig
 from openai_stub import OpenAIStub, Reply
 from storekit import assert_passages_stored, assert_verbatim, copy_store
 
@@ -61,7 +63,7 @@ def audit_rows(db: Path) -> list[dict]:
 def reference_numbers(db: Path, question: str, *needles: str) -> tuple[list[int], int]:
     """The numbers LINES mode will give the lines containing `needles`, and the reference size."""
     settings = Settings.load(env={}, db=db)
-    result = retrieval.load_retriever(settings).search(question)
+    result = retrieval.load_retriever(settings.retrieval, settings.storage).search(question)
     ref = number_reference(result.passages)
     numbers = [nl.number for nl in ref.lines if any(n in nl.text for n in needles)]
     return numbers, len(ref)
@@ -149,14 +151,14 @@ def test_no_store_is_a_clear_error_and_creates_nothing(tmp_path, capsys, no_sett
      "ignore previous instructions", "<p>", "EGFR", "１２", "、"]), min_size=1, max_size=7))
 def test_property_extract_answers_are_verbatim_stored_lines(db, words):
     settings = Settings.load(env={}, db=db)
-    with Chatbot(settings, retriever=_retriever(db)) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=_retriever(db)) as bot:
         answer = bot.ask("".join(words))
     data = answer.to_json()
     if answer.governed:
         assert_verbatim(db, data)
-        assert len(answer.answer) <= settings.answer_chars or "\n" not in answer.answer
+        assert len(answer.answer) <= settings.answer.answer_chars or "\n" not in answer.answer
     else:
-        assert answer.answer == settings.refusal_message and not answer.passages
+        assert answer.answer == settings.answer.refusal_message and not answer.passages
 
 
 _RETRIEVERS: dict[Path, object] = {}
@@ -165,7 +167,7 @@ _RETRIEVERS: dict[Path, object] = {}
 def _retriever(db: Path):
     if db not in _RETRIEVERS:
         _RETRIEVERS.clear()
-        _RETRIEVERS[db] = retrieval.load_retriever(Settings.load(env={}, db=db))
+        _RETRIEVERS[db] = retrieval.load_retriever(RetrievalConfig(), StoreConfig(db=db))
     return _RETRIEVERS[db]
 
 
@@ -318,13 +320,13 @@ def test_property_lines_answers_are_verbatim_stored_lines(db, reply):
     with OpenAIStub([reply if reply.strip() else "行: なし"]) as stub:
         settings = Settings.load(env={}, db=db, openai_base_url=stub.base_url, openai_api_key="k",
                                  answer_model="stub-answer", model_retries=0)
-        with Chatbot(settings, retriever=_retriever(db)) as bot:
+        with Chatbot(BotConfig.of(settings), retriever=_retriever(db)) as bot:
             answer = bot.ask(THYMIC, "lines")
         assert stub.calls == 1
     if answer.governed:
         assert_verbatim(db, answer.to_json())
     else:
-        assert answer.answer == settings.refusal_message and not answer.passages
+        assert answer.answer == settings.answer.refusal_message and not answer.passages
 
 
 def test_refusal_and_escalation_texts_are_configurable(db, capsys, monkeypatch):

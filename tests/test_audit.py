@@ -6,6 +6,7 @@ import json
 import pytest
 from openpyxl import load_workbook
 
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot
 from guiderag.chatbot.audit import AuditLog, normalize_question
@@ -31,7 +32,7 @@ def sqlite_settings(tmp_path):
 
 @pytest.fixture()
 def retriever(settings):
-    return retrieval.load_retriever(settings)
+    return retrieval.load_retriever(settings.retrieval, settings.storage)
 
 
 def _rows(settings):
@@ -40,7 +41,7 @@ def _rows(settings):
 
 
 def test_governed_answer_row_records_exactly_what_was_shown(settings, retriever):
-    with Chatbot(settings, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
         answer = bot.ask(IN_SCOPE)
     [row] = _rows(settings)
     assert row["id"] == answer.audit_id
@@ -48,7 +49,7 @@ def test_governed_answer_row_records_exactly_what_was_shown(settings, retriever)
     assert row["answer"] == answer.answer
     assert row["mode"] == row["requested_mode"] == "extract"
     assert json.loads(row["keywords"]) == answer.keywords and answer.keywords
-    assert row["threshold"] == settings.threshold and row["top_score"] == pytest.approx(answer.retrieval["top_score"])
+    assert row["threshold"] == settings.retrieval.threshold and row["top_score"] == pytest.approx(answer.retrieval["top_score"])
     assert row["corpus_version"] == retriever.corpus_version
     shown = json.loads(row["shown"])
     assert shown == [{"url": p.url, "version": p.version, "lines": p.lines, "content_hash": p.content_hash}
@@ -58,7 +59,7 @@ def test_governed_answer_row_records_exactly_what_was_shown(settings, retriever)
 
 
 def test_not_covered_row_and_gaps_group_normalised_questions(settings, retriever):
-    with Chatbot(settings, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
         for q in (OUT_OF_SCOPE, "糖尿病の食事療法を教えてください ", "糖尿病の食事療法を教えてください　",
                   "ＥＧＦＲ と 糖尿病の関係は?", "EGFR と  糖尿病の関係は？", IN_SCOPE):
             bot.ask(q)
@@ -69,7 +70,7 @@ def test_not_covered_row_and_gaps_group_normalised_questions(settings, retriever
 
 
 def test_bad_question_is_audited_as_an_error_and_raised(settings, retriever):
-    with Chatbot(settings, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
         with pytest.raises(QuestionError):
             bot.ask(" \u200b\x00 ")
     [row] = _rows(settings)
@@ -82,7 +83,7 @@ def test_model_failure_is_audited_before_the_error_is_raised(tmp_path):
     with OpenAIStub([Reply(status=500)]) as stub:
         s = settings.replace(openai_base_url=stub.base_url, openai_api_key="k", answer_model="m",
                              model_retries=0)
-        with Chatbot(s) as bot:
+        with Chatbot(BotConfig.of(s)) as bot:
             with pytest.raises(ModelError, match="HTTP 500"):
                 bot.ask(IN_SCOPE, "lines")
     [row] = _rows(settings)
@@ -96,7 +97,7 @@ def test_fallback_to_extract_is_recorded_with_the_error(tmp_path):
     with OpenAIStub([Reply(status=500)]) as stub:
         s = settings.replace(openai_base_url=stub.base_url, openai_api_key="k", answer_model="m",
                              model_retries=0, fallback_to_extract=True)
-        with Chatbot(s) as bot:
+        with Chatbot(BotConfig.of(s)) as bot:
             answer = bot.ask(IN_SCOPE, "generate")
     assert answer.mode == "extract" and answer.governed and answer.summary is None
     assert "generate mode failed" in answer.error and "HTTP 500" in answer.error
@@ -107,7 +108,7 @@ def test_fallback_to_extract_is_recorded_with_the_error(tmp_path):
 
 def test_failed_audit_write_loses_no_earlier_row_and_shows_nothing(sqlite_settings):
     settings = sqlite_settings  # the failure is an SQLite trigger
-    with Chatbot(settings, retriever=retrieval.load_retriever(settings)) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=retrieval.load_retriever(settings.retrieval, settings.storage)) as bot:
         first = bot.ask(IN_SCOPE)
         bot.ask(OUT_OF_SCOPE)
         with bot.store.conn:  # a real SQLite failure on the next insert
@@ -123,7 +124,7 @@ def test_failed_audit_write_loses_no_earlier_row_and_shows_nothing(sqlite_settin
 
 
 def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_path):
-    with Chatbot(settings, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
         bot.ask(IN_SCOPE)
         bot.ask("=HYPERLINK(\"http://evil.test\",\"click\") 糖尿病")
         bot.ask(OUT_OF_SCOPE)
@@ -145,7 +146,7 @@ def test_export_writes_every_row_as_text_atomically(settings, retriever, tmp_pat
 
 
 def test_export_refuses_a_non_xlsx_path_and_changes_nothing(sqlite_settings, tmp_path):
-    with Store(sqlite_settings.db, create=False) as store:
+    with Store(sqlite_settings.storage.db, create=False) as store:
         log = AuditLog(store.conn)
         with pytest.raises(WorkbookError, match=".xlsx"):
             log.export_xlsx(tmp_path / "audit.csv")

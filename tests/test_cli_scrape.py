@@ -175,7 +175,8 @@ def test_index_is_rebuilt_only_when_the_corpus_changed(fast_env: Path, capsys, m
     from guiderag import retrieval
 
     built = []
-    monkeypatch.setattr(retrieval, "build_index", lambda settings, guideline=None: built.append(settings.db), raising=False)
+    monkeypatch.setattr(retrieval, "build_index", lambda config, store, guideline=None, **kwargs: built.append(store.db),
+                        raising=False)
     site = _site()
     with site.serve() as base:
         assert main(["scrape", base + "/guide/index.html"]) == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot import Library
 from guiderag.chatbot.conversation import (
     CONTEXT_LINE, FOLLOW_UP, TOPIC_SWITCH, Reader, check_history, clean_history, points_back, strip_opening,
@@ -66,14 +67,14 @@ def test_openings_markers_and_words_pointing_back_are_read() -> None:
 
 def test_history_bounds_are_checked_and_earlier_questions_cleaned(fast_settings: Settings) -> None:
     s = fast_settings.replace(history_max_turns=3, max_question_chars=20)
-    check_history(None, s)
-    check_history(["a", "b", "c"], s, max_chars=5)
+    check_history(None, s.answer)
+    check_history(["a", "b", "c"], s.answer, max_chars=5)
     for bad, what in ((["a"] * 4, "at most 3"), ("one question", "list"), ([1, "b"], "must be text"),
                       (["a", "  "], "empty"), (["a", "x" * 6], "at most 5")):
         with pytest.raises(InputError, match=what):
-            check_history(bad, s, max_chars=5)
+            check_history(bad, s.answer, max_chars=5)
     # inside the chatbot: the last history_max_turns, each cleaned and capped as a question is
-    assert clean_history(["古い", "一\x00つ目", "  ", "あ" * 50, "最後"], s) == ("一つ目", "あ" * 20, "最後")
+    assert clean_history(["古い", "一\x00つ目", "  ", "あ" * 50, "最後"], s.answer) == ("一つ目", "あ" * 20, "最後")
 
 
 def test_a_three_turn_conversation_is_answered_from_the_page_it_is_about(capsys, db: Path) -> None:
@@ -125,7 +126,7 @@ def test_own_words_rule_refuses_what_the_gate_covers_completed(capsys, db: Path)
     questions); the follow-up's own words (車, 運転) are nowhere on that page: refused by
     rule 5, the fixed refusal, read as a follow-up."""
     settings = Settings.load(db=db)
-    with Library(settings) as library:
+    with Library(BotConfig.of(settings)) as library:
         gid = library.ids[0]
         reader = library.reader(gid)
         reading = reader.read(DRIVING, (BRONCHOSCOPY,))
@@ -140,7 +141,7 @@ def test_own_words_rule_refuses_what_the_gate_covers_completed(capsys, db: Path)
 
 
 def test_a_marked_switch_is_read_alone(db: Path) -> None:
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         reading = library.reader(library.ids[0]).read(SWITCH, (SURGERY,))
     assert reading.how == TOPIC_SWITCH and not reading.carried and reading.text == SWITCH
 
@@ -158,7 +159,7 @@ def test_injected_or_huge_history_changes_nothing_but_is_bounded(capsys, db: Pat
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT question, conversation FROM audit ORDER BY id").fetchall()
     conversation = json.loads(rows[-1][1])
-    cap = Settings.load(db=db).max_question_chars
+    cap = Settings.load(db=db).answer.max_question_chars
     assert len(conversation["history"]) == 4 and max(len(h) for h in conversation["history"]) <= cap
     assert rows[-2][1] is None  # a question asked alone records no conversation
 
@@ -174,7 +175,7 @@ def test_the_audit_row_records_the_history_and_what_was_carried(capsys, db: Path
 
 
 def test_ask_refuses_a_history_beyond_its_bounds(capsys, db: Path) -> None:
-    limit = Settings.load(db=db).history_max_turns
+    limit = Settings.load(db=db).answer.history_max_turns
     args = ["ask", HOW_LONG, "--db", str(db)]
     for i in range(limit + 1):
         args += ["--history", f"質問{i}"]
@@ -195,7 +196,7 @@ def test_a_follow_up_is_routed_to_the_guideline_of_its_conversation(tmp_path: Pa
         for base, gid in ((t_base, "thymus"), (g_base, "gastric")):
             assert main(["scrape", f"{base}/{gid}/index.html", "--db", str(db), "--guideline", gid,
                          "--no-progress", "--delay", "0"]) == 0
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         thymic = library.ask("症状はありますか？", history=["胸腺腫とはどのような病気ですか？"])
         stomach = library.ask("症状はありますか？", history=["胃がんとはどのような病気ですか？"])
     assert thymic.governed and thymic.guideline and thymic.guideline["id"] == "thymus"
@@ -208,7 +209,7 @@ def test_carried_terms_weigh_less_than_the_questions_own_words(db: Path) -> None
     query is the question's own, exactly."""
     from guiderag.retrieval.pipeline_ours import CARRIED_WEIGHT
 
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         retriever = library.retriever(library.ids[0])
         own = retriever.query(EAT_AFTER)[0]
         weights = {s.term: s.weight for s in own.slots}
@@ -229,7 +230,7 @@ def test_carried_terms_weigh_less_than_the_questions_own_words(db: Path) -> None
 def test_a_suffix_or_a_numeral_is_no_topic_term(db: Path) -> None:
     """What a question is about is no quantity (ステージ4's 4 is in 4週間 too) and no suffix
     standing alone (やすい of 再発しやすい), although the guideline knows both."""
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         retriever = library.retriever(library.ids[0])
         for text, topic in (("夫はステージ4だと言われました", ["ステージ"]), ("再発しやすいのはどこですか", ["再発"])):
             known = [s.surface for s in retriever.query(text)[0].slots if s.alternatives]
@@ -247,7 +248,7 @@ def test_the_page_must_speak_to_the_carried_topic_too(capsys, db: Path) -> None:
     insurance; the guideline's page on insurance says nothing of the test. Refused, read as a
     follow-up (rule 5: the page speaks to the carried topic and to the question's own words);
     alone, the question is answered from the insurance page as it always was."""
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         gid = library.ids[0]
         reader = library.reader(gid)
         reading = reader.read(INSURANCE, BIOMARKER)
@@ -269,7 +270,7 @@ def test_the_page_that_answered_the_question_before_is_a_prior(capsys, db: Path)
     PRIOR_BOOST, among the pages found only. A reading with nothing carried is untouched."""
     earlier = "腫瘍マーカーが高いと言われました。肺がんなんでしょうか"
     question = "ほかにどんな検査をするんですか"
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         gid = library.ids[0]
         reader = library.reader(gid)
         reading = reader.read(question, (earlier,))
@@ -297,7 +298,7 @@ def test_a_question_naming_the_topic_again_continues_it(capsys, db: Path) -> Non
     and refused (the page on costs does not speak of the test), read as a follow-up; alone
     it is answered from the page on costs, as it always was."""
     question = "検査の費用っていくらくらいですか？"
-    with Library(Settings.load(db=db)) as library:
+    with Library(BotConfig.of(Settings.load(db=db))) as library:
         reading = library.reader(library.ids[0]).read(question, (BRONCHOSCOPY,))
     assert reading.how == FOLLOW_UP and not reading.points_back and reading.terms == ["気管支鏡"]
     refused = ask(capsys, db, question, BRONCHOSCOPY)

@@ -40,7 +40,7 @@ def db(tmp_path):
 
 
 def _page_scores(settings) -> dict[str, float]:
-    result = retrieval.load_retriever(settings).search(QUESTION)
+    result = retrieval.load_retriever(settings.retrieval, settings.storage).search(QUESTION)
     return {c.url: c.score for c in result.candidates}
 
 

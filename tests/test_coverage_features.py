@@ -83,7 +83,7 @@ def paraphrase_guide(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from guiderag import retrieval
 
     settings = indexed_settings(Path(tmp_path_factory.mktemp("coverage-paraphrase")), PARAPHRASE_PAGES)
-    return retrieval.load_retriever(settings)
+    return retrieval.load_retriever(settings.retrieval, settings.storage)
 
 
 def _measured(retriever: Any, question: str) -> Any:

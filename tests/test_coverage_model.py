@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot import Library
 from guiderag.chatbot.coverage_model import FORMAT, QA, CoverageModel, load_file, shipped, shipped_path
 from guiderag.settings import Settings
@@ -37,7 +38,7 @@ def _settings(db: Path, **changes: object) -> Settings:
 
 
 def _ask(db: Path, question: str, **changes: object) -> dict:
-    with Library(_settings(db, **changes)) as library:
+    with Library(BotConfig.of(_settings(db, **changes))) as library:
         return library.ask(question).to_json()
 
 
@@ -94,7 +95,7 @@ def test_the_shipped_model_reproduces_its_reported_numbers_on_the_sample(scraped
     settings = _settings(scraped_sample)
     questions = [Labelled(q, SAMPLE_IN if q.kind == IN_SCOPE else SAMPLE_OUT)
                  for name in ("sample_patient.xlsx", "protocol.xlsx") for q in read_questions(question_set(name))]
-    records = collect_questions(retrieval.load_retriever(settings), questions, settings, "sample")
+    records = collect_questions(retrieval.load_retriever(settings.retrieval, settings.storage), questions, settings, "sample")
     model = shipped().for_form(QA)
     got = coverage_train.score(records, coverage_train.decide(model, records))
     reported = shipped().meta["shipped"][QA]["sample"]
@@ -145,13 +146,13 @@ def qa_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 def test_a_lay_question_reaching_the_guideline_through_the_patient_table_is_answered(qa_settings: Settings) -> None:
-    with Library(qa_settings) as library:
+    with Library(BotConfig.of(qa_settings)) as library:
         answer = library.ask(LAY).to_json()
     assert answer["coverage"] == "governed", answer["coverage_reasons"]
     assert any(e["origin"] == "patient table" and e["target"] == "血便" for e in answer["retrieval"]["expansions"])
     assert "血便" in answer["answer"] and answer["passages"][0]["url"].endswith("q7.html")
     # the table switched off: お尻 is a word the guidebook never uses; refused
-    with Library(qa_settings.replace(patient_table_weight=0.0)) as library:
+    with Library(BotConfig.of(qa_settings.replace(patient_table_weight=0.0))) as library:
         off = library.ask(LAY).to_json()
     assert off["coverage"] == "not_governed"
     assert off["coverage_probability"] < answer["coverage_probability"]
@@ -249,7 +250,7 @@ def test_near_the_operating_point_the_reasons_name_the_weakest_evidence(qa_setti
     from guiderag.chatbot.coverage_decision import CoverageDecision
     from guiderag.chatbot.coverage_reasons import NEAR_PREFIX, near
 
-    retriever = retrieval.load_retriever(qa_settings)
+    retriever = retrieval.load_retriever(qa_settings.retrieval, qa_settings.storage)
     decision = CoverageDecision.for_retriever(retriever)
     result = retriever.search(WIG, None)
     p = decision.judge(WIG, result, retriever, retriever.analyze).probability

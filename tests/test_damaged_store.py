@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.cli import main
 from guiderag.errors import StoreAccessError, StoreError, StoreMissingError
 from guiderag.settings import Settings
@@ -74,7 +75,7 @@ def test_the_store_stages_raise_store_errors_not_sqlite_ones(damaged: Path) -> N
     from guiderag.retrieval.corpus import read_corpus
 
     settings = Settings.load(env={}, db=damaged)
-    for call in (lambda: read_corpus(settings),
+    for call in (lambda: read_corpus(settings.storage),
                  lambda: _PageLines(damaged).lines("http://sample-guide.guiderag.invalid/guide/q1.html", None)):
         with pytest.raises(StoreAccessError) as info:
             call()
@@ -99,7 +100,7 @@ def test_a_failed_write_of_the_audit_log_is_one_store_error(scraped_sample: Path
     db = copy_store(scraped_sample, fast_env)
     settings = Settings.load(env={}, db=db, progress=False)
     before = audit_of(db)
-    with Store(db, create=False) as store, Chatbot(settings, store=store) as bot:
+    with Store(db, create=False) as store, Chatbot(BotConfig.of(settings), store=store) as bot:
         store.conn.execute("PRAGMA query_only = 1")  # every write now fails inside SQLite
         with pytest.raises(StoreAccessError) as info:
             bot.ask(QUESTION)

@@ -73,7 +73,7 @@ def test_ctrl_c_leaves_a_valid_partial_workbook(sample_db: Path, tmp_path: Path,
     from guiderag.settings import Settings
 
     settings = Settings.load(db=sample_db, progress=False)
-    inner = retrieval.load_retriever(settings)
+    inner = retrieval.load_retriever(settings.retrieval, settings.storage)
 
     class InterruptOnThird:
         calls = 0

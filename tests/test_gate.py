@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chatbot_helpers import indexed_settings
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot, Library
 from guiderag.chatbot.gate import ASKED_FIGURE, LINE_COVERAGE, REASONS, THRESHOLD, EvidenceGate, Measures, Verdict
@@ -39,15 +40,15 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(settings) -> None:
-    retriever = retrieval.load_retriever(settings)
-    gate = EvidenceGate(settings, retriever)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
+    gate = EvidenceGate(settings.answer, retriever)
     covered = gate.judge(COVERED, retriever.search(COVERED))
     assert covered.covered and covered.refused_by is None and covered.reason == ""
     assert covered.measures.line_coverage is not None and covered.measures.line_coverage >= 0.5
     figure = gate.judge(NO_FIGURE, result := retriever.search(NO_FIGURE))
     assert not figure.covered and figure.refused_by == ASKED_FIGURE and figure.reason == REASONS[ASKED_FIGURE]
     data = figure.retrieval_json(result)
-    assert data["asked_figure_missing"] == ["how much"] and data["min_line_coverage"] == settings.min_line_coverage
+    assert data["asked_figure_missing"] == ["how much"] and data["min_line_coverage"] == settings.answer.min_line_coverage
     assert {k: v for k, v in data.items() if k not in ("line_coverage", "min_line_coverage", "asked_figure_missing")} \
         == result.to_json()
     # routing and the keywords' check leave the asked-figure rule out: not measured, not decided
@@ -57,7 +58,7 @@ def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(setti
     assert nothing.refused_by == THRESHOLD and nothing.measures.line_coverage is None
     assert nothing.retrieval_json(result) == result.to_json()
     # the line-coverage rule: the same result held to a cut it cannot reach
-    strict = EvidenceGate(settings.replace(min_line_coverage=0.99), retriever)
+    strict = EvidenceGate(settings.replace(min_line_coverage=0.99).answer, retriever)
     mixed = "リハビリ外来と医療費の助成と手術の翌日"
     verdict = strict.judge(mixed, result := retriever.search(mixed))
     assert verdict.measures.over_threshold and verdict.refused_by == LINE_COVERAGE
@@ -65,7 +66,7 @@ def test_the_verdict_says_which_rule_refused_and_the_json_is_built_from_it(setti
 
 
 def test_the_chatbot_answers_by_the_verdict(settings) -> None:
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         refused = bot.ask(NO_FIGURE)
         answered = bot.ask(COVERED)
     assert refused.coverage == "not_governed" and refused.retrieval["asked_figure_missing"] == ["how much"]
@@ -85,10 +86,10 @@ class Everything:
 
 
 def test_the_decision_is_replaceable_without_touching_the_measures(settings) -> None:
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     decision = Everything()
-    gate = EvidenceGate(settings, retriever, decision=decision)
-    with Chatbot(settings, retriever=retriever, gate=gate) as bot:
+    gate = EvidenceGate(settings.answer, retriever, decision=decision)
+    with Chatbot(BotConfig.of(settings), retriever=retriever, gate=gate) as bot:
         answer = bot.ask(NO_FIGURE)
     assert answer.coverage == "governed" and "リハビリ外来" in answer.answer  # the rules would have refused it
     [measures] = decision.seen
@@ -97,7 +98,7 @@ def test_the_decision_is_replaceable_without_touching_the_measures(settings) -> 
 
 def test_routing_and_answers_judge_with_one_gate_per_guideline(tmp_path: Path) -> None:
     settings = indexed_settings(tmp_path, PAGES)
-    with Library(settings) as library:
+    with Library(BotConfig.of(settings)) as library:
         [gid] = library.ids
         gate = library.gate(gid)
         with library.chatbot(gid, None) as bot:
@@ -109,25 +110,25 @@ def test_routing_and_answers_judge_with_one_gate_per_guideline(tmp_path: Path) -
 
 def test_the_protocol_pipeline_is_measured_by_the_threshold_only(tmp_path: Path) -> None:
     settings = indexed_settings(tmp_path, PAGES, pipeline="protocol")
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert retriever.query_slots(COVERED) == []  # the interface, answered: no slots
     result = retriever.search(NO_FIGURE)
-    verdict = EvidenceGate(settings, retriever).judge(NO_FIGURE, result)
+    verdict = EvidenceGate(settings.answer, retriever).judge(NO_FIGURE, result)
     assert verdict.measures.line_coverage is None and verdict.measures.asked_figure_missing is None
     assert verdict.covered is result.governed
 
 
 def test_the_coverage_model_decides_in_the_gate_and_its_verdict_is_in_the_json(settings) -> None:
     model = settings.replace(coverage_decision="model")
-    retriever = retrieval.load_retriever(model)
-    gate = EvidenceGate(model, retriever)
+    retriever = retrieval.load_retriever(model.retrieval, model.storage)
+    gate = EvidenceGate(model.answer, retriever)
     covered = gate.judge(COVERED, result := retriever.search(COVERED))
     assert covered.covered and covered.coverage is not None and covered.refused_by is None
     assert covered.retrieval_json(result)["coverage_model"]["probability"] == covered.coverage.probability
     refused = gate.judge(NOTHING, result := retriever.search(NOTHING))
     assert not refused.covered and refused.refused_by == "coverage_model" and "P(governed)" in refused.reason
     assert refused.coverage is not None and refused.coverage.probability < refused.coverage.operating_point
-    with Chatbot(model, retriever=retriever, gate=gate) as bot:
+    with Chatbot(BotConfig.of(model), retriever=retriever, gate=gate) as bot:
         answer = bot.ask(NOTHING)
     assert answer.coverage == "not_governed" and answer.coverage_probability is not None
     assert answer.coverage_reasons and answer.passages == []

@@ -1,6 +1,7 @@
 """The index on disk: .npz + JSON, versioned folders, atomic swap, damage detection, rebuild."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -26,7 +27,7 @@ def _current(settings):
 
 
 def test_build_writes_npz_json_and_text_only(settings):
-    info = retrieval.build_index(settings)
+    info = retrieval.build_index(settings.retrieval, settings.storage)
     assert info.pages == 4 and info.passages >= 4 and info.terms > 0
     folder = _current(settings)
     assert folder == info.path
@@ -49,49 +50,49 @@ def test_build_writes_npz_json_and_text_only(settings):
 
 
 def test_an_index_of_the_previous_format_is_rebuilt_not_read(settings, capsys):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     folder = _current(settings)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     manifest["format"] = "guiderag-index/6"  # what a guiderag before the stored line analyses wrote
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(IndexCorruptError, match="has format 'guiderag-index/6', expected guiderag-index/7"):
         load_data(settings.guideline_scope("default").index_dir)
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "rebuilding" in capsys.readouterr().err
     assert _current(settings) != folder
     assert retriever.search("胸腺腫の手術").governed
 
 
 def test_load_reuses_a_valid_index(settings, capsys):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     folder = _current(settings)
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert retriever.data.path == folder
     assert "rebuilding" not in capsys.readouterr().err
     assert _current(settings) == folder
 
 
 def test_missing_index_is_built_on_load(settings, capsys):
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "rebuilding" in capsys.readouterr().err
     assert (settings.guideline_scope("default").index_dir / "CURRENT").exists()
     assert retriever.search("胸腺腫の手術").governed
 
 
 def test_rescrape_rebuilds_automatically(settings, capsys):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     old = _current(settings)
     changed = dict(PAGES)
     changed["q1.html"] = LUNG + ("肺がんの検診では、胸部エックス線検査と喀痰細胞診を行います。",)
-    write_pages(settings.db, changed)
-    retriever = retrieval.load_retriever(settings)
+    write_pages(settings.storage.db, changed)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "was built from corpus" in capsys.readouterr().err
     assert _current(settings) != old
     result = retriever.search("喀痰細胞診とは何ですか")
     assert result.governed and result.candidates[0].url == BASE + "q1.html"
     # the newest previous version is kept for readers still loading it, older ones go
-    retrieval.build_index(settings)
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
+    retrieval.build_index(settings.retrieval, settings.storage)
     assert len(list(settings.guideline_scope("default").index_dir.glob("v-*"))) == 2
 
 
@@ -105,12 +106,12 @@ def test_rescrape_rebuilds_automatically(settings, capsys):
     ],
 )
 def test_damaged_index_gives_a_clear_message_and_is_rebuilt(settings, capsys, damage, message):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     damage(_current(settings))
     with pytest.raises(IndexCorruptError, match=message) as info:
         load_data(settings.guideline_scope("default").index_dir)
     assert "guiderag index" in str(info.value)
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     err = capsys.readouterr().err
     assert message in err and "rebuilding" in err
     assert retriever.search("胸腺腫の手術").governed
@@ -120,14 +121,14 @@ def test_damaged_index_gives_a_clear_message_and_is_rebuilt(settings, capsys, da
 def test_current_pointer_problems(settings):
     with pytest.raises(IndexCorruptError, match="does not exist yet"):
         load_data(settings.guideline_scope("default").index_dir)
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     (settings.guideline_scope("default").index_dir / "CURRENT").write_text("../../etc\n", encoding="utf-8")
     with pytest.raises(IndexCorruptError, match="not an index version"):
         load_data(settings.guideline_scope("default").index_dir)
 
 
 def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, capsys):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     before = _current(settings)
     calls = {"n": 0}
     real = sp.save_npz
@@ -140,13 +141,13 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, 
 
     monkeypatch.setattr(sp, "save_npz", failing)
     with pytest.raises(IndexWriteError, match="disk full.*previous index is unchanged"):
-        retrieval.build_index(settings)
+        retrieval.build_index(settings.retrieval, settings.storage)
     assert _current(settings) == before
     assert not list(settings.guideline_scope("default").index_dir.glob("tmp-*"))  # the half-built folder is gone
     # a stale index that cannot be replaced: answers come from one built in memory
-    write_pages(settings.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
+    write_pages(settings.storage.db, {**PAGES, "q1.html": LUNG + ("肺がんの検診では喀痰細胞診を行います。",)})
     calls["n"] = 0
-    retriever = retrieval.load_retriever(settings)
+    retriever = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "index built in memory" in capsys.readouterr().err
     assert retriever.search("喀痰細胞診").governed
     monkeypatch.undo()
@@ -155,14 +156,14 @@ def test_a_failed_build_leaves_the_previous_index_in_use(settings, monkeypatch, 
 
 
 def test_other_analyzer_or_passage_parameters_force_a_rebuild(settings, capsys, monkeypatch):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     monkeypatch.setattr(passages, "PASSAGE_CHARS", 120)  # a guiderag with other passages
-    retrieval.load_retriever(settings)
+    retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "other analyzer or passage settings" in capsys.readouterr().err
 
 
 def test_save_and_load_round_trip(settings):
-    retrieval.build_index(settings)
+    retrieval.build_index(settings.retrieval, settings.storage)
     data = load_data(settings.guideline_scope("default").index_dir)
     folder = save_data(data, settings.guideline_scope("default").index_dir)
     again = load_data(settings.guideline_scope("default").index_dir)
@@ -176,8 +177,8 @@ def test_save_and_load_round_trip(settings):
 
 
 def test_index_command(settings, monkeypatch, capsys):
-    monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.synonyms))
-    assert main(["index", "--db", str(settings.db), "--no-progress"]) == 0
+    monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.retrieval.synonyms))
+    assert main(["index", "--db", str(settings.storage.db), "--no-progress"]) == 0
     assert "indexed 4 pages" in capsys.readouterr().err
     assert (settings.guideline_scope("default").index_dir / "CURRENT").exists()
 
@@ -219,11 +220,11 @@ def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
 
     pages = generate_corpus(30, 1).pages
     base = Settings().replace(progress=False)
-    analyzer = index.make_analyzer(base)
-    serial = index.build_data(pages, "v", base.replace(index_workers=1), analyzer)
+    analyzer = index.make_analyzer(base.retrieval)
+    serial = index.build_data(pages, "v", dataclasses.replace(base.retrieval, index_workers=1), analyzer)
     monkeypatch.setattr(index, "_PARALLEL_MIN_CHARS", 0)
     monkeypatch.setattr(index, "_CHUNK_PAGES", 3)  # several chunks per worker
-    parallel = index.build_data(pages, "v", base.replace(index_workers=2), analyzer)
+    parallel = index.build_data(pages, "v", dataclasses.replace(base.retrieval, index_workers=2), analyzer)
     a, b = _by_term(serial), _by_term(parallel)
     assert a["terms"] == b["terms"] and a["bigrams"] == b["bigrams"]
     for key in a:

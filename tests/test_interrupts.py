@@ -188,9 +188,9 @@ def test_ctrl_c_before_the_first_question_leaves_the_earlier_workbook_alone(
     real = retrieval.load_retriever
     library_cache.clear()  # the earlier run's library stays loaded in this process: load anew
 
-    def interrupted_while_loading(settings, guideline=None):
+    def interrupted_while_loading(config, store, guideline=None, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the index loads
-        return real(settings, guideline)
+        return real(config, store, guideline, **kwargs)
 
     monkeypatch.setattr(retrieval, "load_retriever", interrupted_while_loading)
     assert main(["eval", str(questions), "--out", str(out)]) == 130

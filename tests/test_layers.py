@@ -189,13 +189,14 @@ def test_a_cycle_through_a_type_checking_import_is_a_cycle() -> None:
                               "guiderag.retrieval.analyzer"]]
 
 
-# Stages handed their own config (guiderag.scopes: ScraperConfig, StoreConfig, a
-# GuidelineScope, a ProgressReporter) and never the whole Settings (#19): no module of
+# Stages handed their own config (guiderag.scopes: ScraperConfig, StoreConfig,
+# RetrievalConfig, AnswerConfig, ModelConfig, chatbot.config.BotConfig, a GuidelineScope, a
+# ProgressReporter) and never the whole Settings (#19): no module of
 # theirs depends on guiderag.settings, directly or through a module it imports. The one
 # exception is a stage's CLI layer (its commands.py: `run_<name>(args, settings)`), which
 # splits the Settings it is given into the stage's parts.
-OWN_CONFIG_STAGES = ("guiderag.store", "guiderag.scraper")
-CLI_LAYER = frozenset({"guiderag.scraper.commands"})
+OWN_CONFIG_STAGES = ("guiderag.store", "guiderag.scraper", "guiderag.retrieval", "guiderag.chatbot")
+CLI_LAYER = frozenset({"guiderag.scraper.commands", "guiderag.retrieval.commands", "guiderag.chatbot.commands"})
 SETTINGS = "guiderag.settings"
 
 
@@ -220,11 +221,15 @@ def reaches_settings(graph: dict[str, list[tuple[str, bool]]], stages: tuple[str
     return bad
 
 
-def test_the_scraper_and_store_stages_import_no_settings() -> None:
+def test_the_pipeline_stages_import_no_settings() -> None:
+    """store/, scraper/, retrieval/ and chatbot/ are handed their configs; only their CLI
+    layers (commands.py) read the Settings, to split it."""
     graph = import_graph()
-    assert {"guiderag.scraper.run", "guiderag.scraper.fetch", "guiderag.store.connection"} <= set(graph)
+    assert {"guiderag.scraper.run", "guiderag.scraper.fetch", "guiderag.store.connection", "guiderag.retrieval.loader",
+            "guiderag.retrieval.build", "guiderag.chatbot.bot", "guiderag.chatbot.library_cache"} <= set(graph)
     assert reaches_settings(graph) == []
-    assert SETTINGS in {t for t, _ in graph["guiderag.scraper.commands"]}  # the CLI layer does split it
+    for cli in sorted(CLI_LAYER):
+        assert SETTINGS in {t for t, _ in graph[cli]}, cli  # the CLI layer does split it
 
 
 def test_the_settings_check_sees_a_direct_and_an_indirect_dependency() -> None:
@@ -235,8 +240,16 @@ def test_the_settings_check_sees_a_direct_and_an_indirect_dependency() -> None:
         "guiderag.scraper.commands": [("guiderag.settings", False)],
         "guiderag.scraper.urls": [("guiderag", False)],
         "guiderag": [("guiderag.settings", False)],
+        # an answer stage module leaning on a retrieval one that reads the Settings; the CLI
+        # layer's own use is allowed, and is not followed from a module importing it
+        "guiderag.chatbot.bot": [("guiderag.retrieval.loader", True)],
+        "guiderag.retrieval.loader": [("guiderag.settings", False)],
+        "guiderag.chatbot.commands": [("guiderag.settings", False), ("guiderag.chatbot.bot", False)],
+        "guiderag.chatbot.library": [("guiderag.chatbot.commands", False)],
     }
     assert reaches_settings(graph) == [
+        "guiderag.chatbot.bot -> guiderag.retrieval.loader -> guiderag.settings",
+        "guiderag.retrieval.loader -> guiderag.settings",
         "guiderag.scraper.fetch -> guiderag.store.pages -> guiderag.store.connection -> guiderag.settings",
         "guiderag.store.connection -> guiderag.settings",
         "guiderag.store.pages -> guiderag.store.connection -> guiderag.settings",

@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from apikit import serve
+from guiderag.chatbot.config import BotConfig
 from guiderag.api.service import Service
 from guiderag.chatbot.library_cache import LOAD_LOCK, LibraryCache, shared_library
 from guiderag.cli import main
@@ -96,7 +97,7 @@ def test_the_api_the_chat_and_eval_share_one_library(stores) -> None:
     from guiderag.eval.runner import _Asker
 
     settings = Settings.load(env={}, db=stores["two"])
-    library = shared_library(settings)
+    library = shared_library(BotConfig.of(settings))
     assert Service(settings).library() is library
     assert session.get_library(settings) is library
     asker = _Asker(settings, "extract")
@@ -104,7 +105,7 @@ def test_the_api_the_chat_and_eval_share_one_library(stores) -> None:
         assert asker.library is library
     finally:
         asker.close()
-    assert shared_library(settings) is library  # an eval run does not close the shared one
+    assert shared_library(BotConfig.of(settings)) is library  # an eval run does not close the shared one
     remove_in_another_process(stores["two"], "gastric")
     reloaded = session.get_library(settings)
     assert reloaded is not library and reloaded.ids == ["thymus"]
@@ -113,7 +114,7 @@ def test_the_api_the_chat_and_eval_share_one_library(stores) -> None:
 
 def test_a_reload_holds_up_no_request_and_retires_the_previous_library(stores) -> None:
     settings = Settings.load(env={}, db=stores["two"])
-    cache = LibraryCache(settings)
+    cache = LibraryCache(BotConfig.of(settings))
     first = cache.library()
     assert first.ids == ["gastric", "thymus"] and cache.loaded_state == cache.state()
     remove_in_another_process(stores["two"], "gastric")
@@ -144,7 +145,7 @@ def test_a_reload_holds_up_no_request_and_retires_the_previous_library(stores) -
 
 def test_a_failed_load_leaves_the_previous_library_answering(stores) -> None:
     settings = Settings.load(env={}, db=stores["one"])
-    cache = LibraryCache(settings)
+    cache = LibraryCache(BotConfig.of(settings))
     first = cache.library()
     remove_in_another_process(stores["one"], "default")
     from guiderag.errors import EmptyCorpusError

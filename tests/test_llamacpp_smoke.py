@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 def test_the_server_answers_through_the_openai_client(local_model):
-    llm = LLMClient(model_settings(local_model))
+    llm = LLMClient(model_settings(local_model).model)
     t0 = time.monotonic()
     completion = llm.chat("短く答えてください。", "胸腺腫の治療法は？", max_tokens=16, stream=False)
     print(f"\n16-token completion: {time.monotonic() - t0:.1f} s")
@@ -28,7 +28,7 @@ def test_the_server_answers_through_the_openai_client(local_model):
 
 
 def test_a_stream_can_be_stopped_after_its_first_words(local_model):
-    llm = LLMClient(model_settings(local_model))
+    llm = LLMClient(model_settings(local_model).model)
     seen: list[int] = []
     t0 = time.monotonic()
     completion = llm.chat(None, "胸腺腫瘍の治療について説明してください。", max_tokens=256, stream=True,
@@ -40,7 +40,7 @@ def test_a_stream_can_be_stopped_after_its_first_words(local_model):
 
 
 def test_a_keywords_call_comes_back_within_its_budget(local_model):
-    llm = LLMClient(model_settings(local_model))
+    llm = LLMClient(model_settings(local_model).model)
     system, user = keyword_prompt("胸腺腫の治療法は？", 2)
     completion = llm.chat(system, user, role="keywords", max_tokens=64)
     assert completion.text.strip()

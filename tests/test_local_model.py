@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot
 from guiderag.cli import main
@@ -40,7 +41,8 @@ def sample_db(scraped_sample, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def retriever(sample_db):
-    return retrieval.load_retriever(offline_settings(sample_db))
+    offline = offline_settings(sample_db)
+    return retrieval.load_retriever(offline.retrieval, offline.storage)
 
 
 def offline_settings(db: Path) -> Settings:
@@ -74,7 +76,7 @@ def check_model_answer(db: Path, answer, mode: str) -> None:
 def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, sample_db, retriever, capsys,
                                                                  monkeypatch):
     offline = offline_settings(sample_db)
-    with Chatbot(offline, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(offline), retriever=retriever) as bot:
         extract = bot.ask(SHORT_THYMIC, "extract")
     assert extract.governed
 
@@ -82,7 +84,7 @@ def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, 
     timings = []
     for mode in ("extract", "generate"):
         t0 = time.monotonic()
-        with Chatbot(settings, retriever=retriever) as bot:
+        with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
             answer = bot.ask(SHORT_THYMIC, mode)
         timings.append(f"{mode} {time.monotonic() - t0:.1f} s")
         assert answer.governed, (mode, answer.model_use)
@@ -110,7 +112,7 @@ def test_thymoma_answered_in_extract_is_not_refused_with_the_model(local_model, 
 def test_the_protocol_set_with_the_local_model(local_model, sample_db, retriever):
     questions = protocol_questions()
     offline = offline_settings(sample_db)
-    with Chatbot(offline, retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(offline), retriever=retriever) as bot:
         extract = {q.id: bot.ask(q.question, "extract") for q in questions}
     assert [q.id for q in questions if extract[q.id].governed] == ["P-IN-1", "P-IN-2", "P-IN-3", "P-IN-4"]
 
@@ -120,7 +122,7 @@ def test_the_protocol_set_with_the_local_model(local_model, sample_db, retriever
     for mode in ("lines", "generate"):
         for q in questions:
             t0 = time.monotonic()
-            with Chatbot(settings, retriever=retriever) as bot:
+            with Chatbot(BotConfig.of(settings), retriever=retriever) as bot:
                 answer = bot.ask(q.question, mode)
             seconds = time.monotonic() - t0
             use = answer.model_use["answer"]

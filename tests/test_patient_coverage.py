@@ -4,11 +4,14 @@ header. Real MeCab, a real store and index, the real bundled resources; each mec
 shown to fail when it is switched off. The guideline pages here are written for the tests."""
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
 
 from chatbot_helpers import indexed_settings
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot
 from guiderag.chatbot import extract as extract_mod
@@ -78,7 +81,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _ask(settings, question: str, **changes):
-    with Chatbot(settings.replace(**changes) if changes else settings) as bot:
+    with Chatbot(BotConfig.of(settings.replace(**changes) if changes else settings)) as bot:
         return bot.ask(question)
 
 
@@ -102,9 +105,9 @@ def test_a_question_whose_words_lie_over_a_qa_page_is_answered(settings) -> None
     assert answer.passages[0].url.endswith("q3.html")
     # switched off: without the page's share the best window scores below the threshold,
     # and clears only the lower threshold of a Q&A page; with both off, a refusal
-    no_page = retrieval.load_retriever(settings.replace(qa_page_weight=0.0)).search(question)
+    no_page = retrieval.load_retriever(dataclasses.replace(settings.retrieval, qa_page_weight=0.0), settings.storage).search(question)
     assert no_page.top_score < answer.retrieval["top_score"]
-    assert settings.threshold ** settings.qa_threshold_exponent <= no_page.top_score < settings.threshold
+    assert settings.retrieval.threshold ** settings.retrieval.qa_threshold_exponent <= no_page.top_score < settings.retrieval.threshold
     assert _ask(settings, question, qa_page_weight=0.0).coverage == "governed"
     # under the rules before the coverage model, the threshold then refuses it
     assert _ask(settings, question, qa_page_weight=0.0, qa_threshold_exponent=1.0,
@@ -117,28 +120,28 @@ def test_an_article_page_is_scored_as_before(tmp_path: Path) -> None:
     pages = {"http://guide.test/life.html": ("退院したあとの生活", *LIFE[1:])}
     s = indexed_settings(tmp_path, pages, index_workers=1)
     question = QA_QUESTION
-    plain = retrieval.load_retriever(s.replace(qa_page_weight=0.0, qa_threshold_exponent=1.0)).search(question)
-    default = retrieval.load_retriever(s).search(question)
+    plain = retrieval.load_retriever(dataclasses.replace(s.retrieval, qa_page_weight=0.0, qa_threshold_exponent=1.0), s.storage).search(question)
+    default = retrieval.load_retriever(s.retrieval, s.storage).search(question)
     assert default.top_score == pytest.approx(plain.top_score)
     assert default.governed == plain.governed
 
 
 def test_a_threshold_of_one_refuses_qa_pages_too(settings) -> None:
-    r = retrieval.load_retriever(settings.replace(threshold=1.0))
+    r = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=1.0), settings.storage)
     assert r.qa_threshold == 1.0
     assert not r.search(QA_QUESTION).governed
-    assert retrieval.load_retriever(settings).qa_threshold == pytest.approx(0.2 ** 1.14)
+    assert retrieval.load_retriever(settings.retrieval, settings.storage).qa_threshold == pytest.approx(0.2 ** 1.14)
 
 
 # --- words that name the kind of answer, not its topic ------------------------------------------
 def test_an_answer_frame_word_weighs_little(settings) -> None:
     """違い is a word the guideline uses (a heading elsewhere says 早期と後期) but names the kind
     of answer asked for: the lines that answer do not repeat it."""
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     question = "早期ダンピング症候群と後期ダンピング症候群の違いは"
     weights = r.query_weights(question)
-    assert weights["違い"] == pytest.approx(r.idf("違い") * settings.frame_word_weight)
-    full = retrieval.load_retriever(settings.replace(frame_word_weight=1.0)).query_weights(question)
+    assert weights["違い"] == pytest.approx(r.idf("違い") * settings.retrieval.frame_word_weight)
+    full = retrieval.load_retriever(dataclasses.replace(settings.retrieval, frame_word_weight=1.0), settings.storage).query_weights(question)
     assert full["違い"] == pytest.approx(r.idf("違い"))
     share = weights["違い"] / sum(weights.values())
     assert share < 0.5 * full["違い"] / sum(full.values())
@@ -148,13 +151,13 @@ def test_an_answer_frame_word_weighs_little(settings) -> None:
 def test_a_word_with_a_light_affix_is_its_word(settings, monkeypatch) -> None:
     """点滴後 is found nowhere, 点滴 is: the question asks about 点滴."""
     question = "点滴後に針のところが痛むときは？"
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     terms = [s.term for s in r.query(question)[0].slots]
     assert "点滴" in terms and "点滴後" not in terms
     assert _ask(settings, question).coverage == "governed"
     score = r.search(question).top_score
     monkeypatch.setattr(query_mod, "LIGHT_SUFFIXES", frozenset())  # switched off
-    off = retrieval.load_retriever(settings)
+    off = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert "点滴後" in [s.term for s in off.query(question)[0].slots]
     assert off.search(question).top_score < score
 
@@ -172,15 +175,15 @@ def test_a_patient_expression_that_is_also_a_synonym_matches_its_other_wordings(
     from guiderag.retrieval import expansion
 
     question = "点滴の薬で髪は抜けますか"
-    hair = retrieval.load_retriever(settings).query(question)[0].slot("髪")
-    assert hair is not None and hair.alternatives.get("脱毛") == settings.patient_table_weight
+    hair = retrieval.load_retriever(settings.retrieval, settings.storage).query(question)[0].slot("髪")
+    assert hair is not None and hair.alternatives.get("脱毛") == settings.retrieval.patient_table_weight
     answer = _ask(settings, question)
     assert answer.coverage == "governed" and "脱毛" in answer.answer
     # switched off: the table read only as the synonyms join it (as round 1 read it)
     real = expansion.readings
     monkeypatch.setattr(expansion, "readings", lambda analyzer: real(analyzer)[1:])
     monkeypatch.setattr(expansion, "_PATIENT", {})
-    off = retrieval.load_retriever(settings).query(question)[0].slot("髪")
+    off = retrieval.load_retriever(settings.retrieval, settings.storage).query(question)[0].slot("髪")
     assert off is not None and "脱毛" not in off.alternatives
 
 
@@ -245,7 +248,7 @@ def test_short_table_rows_are_in_the_passages(tmp_path: Path, monkeypatch) -> No
 
     monkeypatch.setattr(passages_mod, "is_heading", old_rule)  # switched off
     s_old = indexed_settings(tmp_path / "old", {"http://guide.test/q7.html": DUMPING}, index_workers=1)
-    old = retrieval.load_retriever(s_old).search(question)
+    old = retrieval.load_retriever(s_old.retrieval, s_old.storage).search(question)
     assert all("手のふるえ" not in "\n".join(p.page.line(n) for n in p.lines) for p in old.passages)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.resources import question_set
 from guiderag.settings import Settings
 from storekit import copy_store
@@ -31,7 +32,7 @@ def answers(scraped_sample, tmp_path_factory: pytest.TempPathFactory):
     db = copy_store(scraped_sample, tmp_path_factory.mktemp("patient") / "sample.db")
     settings = Settings.load(env={}, db=db, progress=False)
     questions = read_questions(WORKBOOK)
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         return [(q, bot.ask(q.question)) for q in questions]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from chatbot_helpers import indexed_settings
 from openai_stub import OpenAIStub
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot import Chatbot
 from guiderag.chatbot import extract as extract_mod
 from guiderag.chatbot.answer_type import CAN_I, HOW_LONG, HOW_MUCH, HOW_OFTEN, WHAT_TO_DO, WHEN, asked_kinds
@@ -55,7 +56,8 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
 def _top(settings, question: str, **changes) -> tuple[bool, str, list[dict]]:
     from guiderag import retrieval
 
-    r = retrieval.load_retriever(settings.replace(**changes) if changes else settings)
+    s = settings.replace(**changes) if changes else settings
+    r = retrieval.load_retriever(s.retrieval, s.storage)
     result = r.search(question)
     first = result.candidates[0].url if result.candidates else ""
     return result.governed, first, result.expansions
@@ -131,7 +133,7 @@ def test_a_malformed_patient_table_line_is_a_clear_error() -> None:
 
 
 def test_expansions_are_listed_in_the_answer_json(settings) -> None:
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         data = bot.ask("胃カメラの前の日の夕食は？").to_json()
     fired = data["retrieval"]["expansions"]
     assert {"source", "target", "weight", "origin", "terms"} <= set(fired[0])
@@ -142,12 +144,12 @@ def test_expansions_are_listed_in_the_answer_json(settings) -> None:
 def test_a_common_unknown_word_does_not_cause_a_refusal(settings) -> None:
     """家 and 戻る are everyday words the guideline never uses (it says 復帰)."""
     question = "退院したら、家の仕事にはいつ戻れますか"
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         answer = bot.ask(question)
     assert answer.coverage == "governed", answer.retrieval
     assert "退院後2～4週間で仕事に復帰" in answer.answer
     assert answer.answer.splitlines()[1].startswith("デスクワーク")  # the line that says when
-    with Chatbot(settings.replace(specific_min_weight=1.0)) as bot:  # every unknown word fully weighed
+    with Chatbot(BotConfig.of(settings.replace(specific_min_weight=1.0))) as bot:  # every unknown word fully weighed
         assert bot.ask(question).coverage == "not_governed"
 
 
@@ -157,7 +159,7 @@ def test_a_common_unknown_word_does_not_cause_a_refusal(settings) -> None:
     "乳がんの手術のあとの食事は？",
 ])
 def test_a_specific_unknown_topic_is_still_refused(settings, question) -> None:
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         answer = bot.ask(question)
     assert answer.coverage == "not_governed", (question, answer.retrieval)
 
@@ -169,7 +171,7 @@ JUNK = "INST、<<SYS>>、mendatang、で購入"
 def test_junk_model_keywords_never_lower_a_score_nor_refuse(settings) -> None:
     from guiderag import retrieval
 
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     question = "脱毛はいつから始まりますか"
     plain = r.search(question, [])
     junk = r.search(question, ["INST", "<<SYS>>", "mendatang", "で購入", "治療"])
@@ -184,11 +186,11 @@ def test_junk_model_keywords_never_lower_a_score_nor_refuse(settings) -> None:
 
 def test_junk_from_the_keywords_model_still_gives_the_offline_answer(settings) -> None:
     question = "脱毛はいつから始まりますか"
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         offline = bot.ask(question)
     with OpenAIStub([JUNK]) as stub:
         s = settings.replace(openai_base_url=stub.base_url, openai_api_key="test", keywords_model="stub-kw")
-        with Chatbot(s) as bot:
+        with Chatbot(BotConfig.of(s)) as bot:
             answer = bot.ask(question)
         [request] = stub.requests
     assert "ガイドライン" in request["messages"][0]["content"]  # the default pipeline's prompt
@@ -200,11 +202,11 @@ def test_junk_from_the_keywords_model_still_gives_the_offline_answer(settings) -
 
 def test_model_terms_bridge_a_patients_words(settings) -> None:
     question = "頭の毛がなくなるのはいつからですか"  # no resource joins these to 脱毛
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         offline = bot.ask(question)
     with OpenAIStub(["脱毛、薬物療法"]) as stub:
         s = settings.replace(openai_base_url=stub.base_url, openai_api_key="test", keywords_model="stub-kw")
-        with Chatbot(s) as bot:
+        with Chatbot(BotConfig.of(s)) as bot:
             answer = bot.ask(question)
     assert answer.coverage == "governed" and "2～3週間" in answer.answer
     assert answer.retrieval["top_score"] > offline.retrieval["top_score"]
@@ -234,11 +236,11 @@ def test_the_line_giving_the_kind_of_answer_asked_for_comes_first(tmp_path: Path
     }
     s = indexed_settings(tmp_path, pages, answer_chars=34)
     question = "入院はどのくらいですか"
-    with Chatbot(s) as bot:
+    with Chatbot(BotConfig.of(s)) as bot:
         answer = bot.ask(question)
     assert answer.coverage == "governed"
     assert answer.answer.splitlines() == ["入院について", "入院期間は、10日程度が目安となります。"]
     monkeypatch.setattr(extract_mod, "ANSWER_TYPE_WEIGHT", 0.0)  # switched off
-    with Chatbot(s) as bot:
+    with Chatbot(BotConfig.of(s)) as bot:
         off = bot.ask(question)
     assert "10日程度" not in off.answer

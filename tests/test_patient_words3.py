@@ -5,6 +5,8 @@ and index, the real bundled resources; each mechanism is shown to fail when it i
 off. The guideline pages here are written for the tests."""
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,8 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _top(settings, question: str, **changes) -> float:
-    return retrieval.load_retriever(settings.replace(**changes) if changes else settings).search(question).top_score
+    s = settings.replace(**changes) if changes else settings
+    return retrieval.load_retriever(s.retrieval, s.storage).search(question).top_score
 
 
 # --- a compound found where its words meet ------------------------------------------------------
@@ -46,10 +49,10 @@ def test_a_compound_of_known_words_is_found_where_its_words_meet(settings) -> No
     """胃切除 is no word of the guideline (幽門側胃切除 is); 胃 and 切除 are, next to each other
     on one line."""
     question = "胃切除を受けた人の食事の回数は"
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     slot = r.query(question)[0].slot("胃切除")
     assert slot is not None and slot.parts == ("胃", "切除")
-    assert slot.parts_weight == settings.compound_parts_weight
+    assert slot.parts_weight == settings.retrieval.compound_parts_weight
     on = r.search(question)
     assert on.governed and on.passages[0].page.url.endswith("q1.html")
     off = _top(settings, question, compound_parts_weight=0.0)  # switched off
@@ -68,15 +71,15 @@ def test_a_patient_table_target_is_found_where_its_words_meet(settings) -> None:
     """The table says 胃を取る -> 胃切除; this guideline writes 胃を切除: the phrase reaches
     胃 and 切除 together, and the answer lists it."""
     question = "胃を取ったあと食事の量はどうなりますか"
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     query = r.query(question)[0]
     take = query.slot("取る")
     assert take is not None and take.parts == ("胃", "切除")
-    assert take.parts_weight == pytest.approx(settings.patient_table_weight * settings.compound_parts_weight)
+    assert take.parts_weight == pytest.approx(settings.retrieval.patient_table_weight * settings.retrieval.compound_parts_weight)
     assert any(e.target == "胃+切除" for e in query.expansions)
     assert {"source": "胃を取っ", "target": "胃+切除"}.items() <= next(
         e for e in r.search(question).expansions if e["target"] == "胃+切除").items()  # listed in the answer
-    off = retrieval.load_retriever(settings.replace(compound_parts_weight=0.0)).query(question)[0]
+    off = retrieval.load_retriever(dataclasses.replace(settings.retrieval, compound_parts_weight=0.0), settings.storage).query(question)[0]
     assert off.slot("取る").parts == () and not any(e.target == "胃+切除" for e in off.expansions)
     assert _top(settings, question, compound_parts_weight=0.0) < _top(settings, question)
 
@@ -87,12 +90,12 @@ def test_kimi_is_a_light_suffix(settings, monkeypatch) -> None:
     from guiderag.retrieval import query as query_mod
 
     question = "食後にめまい気味になります"
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     terms = r.query(question)[0].terms
     assert "目眩" in terms
     assert not any("気味" in t for t in terms)
     score = r.search(question).top_score
     monkeypatch.setattr(query_mod, "LIGHT_SUFFIXES", query_mod.LIGHT_SUFFIXES - {"気味"})  # switched off
-    off = retrieval.load_retriever(settings)
+    off = retrieval.load_retriever(settings.retrieval, settings.storage)
     assert any("気味" in t for t in off.query(question)[0].terms)
     assert off.search(question).top_score < score

@@ -10,6 +10,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.errors import PdfRefusedError
 from guiderag.guideline import DEFAULT_GUIDELINE
 from guiderag.scraper import pdfscan, scrape_site, urls
@@ -101,7 +102,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
     from guiderag import retrieval
     from guiderag.chatbot import Library
 
-    settings = fast_settings.replace(urls_xlsx=fast_settings.db.with_name("urls.xlsx"))
+    settings = fast_settings.replace(urls_xlsx=fast_settings.storage.db.with_name("urls.xlsx"))
     scope = settings.guideline_scope(DEFAULT_GUIDELINE)
     site = _site(chapter().build(), _second())
     with site.serve() as base:
@@ -120,7 +121,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         book.close()
         assert removed[0] == ("url", "pdf_page", "text", "why")
         assert (ch1, 2, "- 8 -", "folio (page number)") in removed
-        with Store(settings.db) as store:
+        with Store(settings.storage.db) as store:
             page = store.get_page(ch1)
             assert page is not None and page.pdf is not None and page.version == 1
             assert page.pdf.page_count == 2 and page.pdf.sha256.startswith("sha256:")
@@ -129,8 +130,8 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert sorted(again.summary.unchanged) == [ch1, ch2] and not again.summary.corpus_changed
         assert not check_guideline(settings.scraper, settings.storage, scope).diverged
 
-        retrieval.build_index(settings, scope)
-        with Library(settings) as library:
+        retrieval.build_index(settings.retrieval, settings.storage, scope)
+        with Library(BotConfig.of(settings)) as library:
             answer = library.ask("手術の後、退院はいつごろになりますか？")
         assert answer.governed
         shown = answer.to_json()["passages"]
@@ -139,7 +140,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert holding["document_title"] == "第1章 手術を受ける方へ"
         assert holding["url"] == f"{ch1}#page={holding['pdf_page']}"
         assert holding["pdf_page"] in (1, 2) and holding["pdf_page"] == min(holding["pdf_pages"])
-        with Store(settings.db) as store:
+        with Store(settings.storage.db) as store:
             row = store.conn.execute("SELECT shown, answer_json FROM audit ORDER BY id DESC LIMIT 1").fetchone()
             stored = store.get_page(ch1)
         assert stored is not None and stored.pdf is not None
@@ -154,7 +155,7 @@ def test_a_pdf_guide_is_harvested_stored_cited_and_versioned(fast_settings) -> N
         assert check_guideline(settings.scraper, settings.storage, scope).diverged
         changed = scrape_site(settings.scraper, settings.storage, toc, guideline=scope)
         assert changed.summary.changed == [ch1] and changed.summary.unchanged == [ch2]
-    with Store(settings.db) as store:
+    with Store(settings.storage.db) as store:
         versions = store.versions(ch1)
         assert [v.version for v in versions] == [1, 2]
         assert versions[0].pdf is not None and versions[1].pdf is not None
@@ -172,8 +173,8 @@ def test_the_coverage_evidence_reads_the_section_that_answers_not_the_document_s
     scope = fast_settings.guideline_scope(DEFAULT_GUIDELINE)
     with _site(chapter().build(), _second()).serve() as base:
         scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html", guideline=scope)
-    retrieval.build_index(fast_settings, scope)
-    retriever = retrieval.load_retriever(fast_settings, scope)
+    retrieval.build_index(fast_settings.retrieval, fast_settings.storage, scope)
+    retriever = retrieval.load_retriever(fast_settings.retrieval, fast_settings.storage, scope)
     assert isinstance(retriever, OursRetriever)
     question = "手術の前の検査では何を調べますか？"  # answered by Q1, the first of ch1's sections
     result = retriever.search(question)
@@ -258,7 +259,7 @@ def test_the_chat_cites_the_pdf_page_and_shows_that_page(fast_settings) -> None:
     site.raw("/guide/a.pdf", chapter().build(), "application/pdf")
     with site.serve() as base:
         scrape_site(fast_settings.scraper, fast_settings.storage, base + "/guide/index.html")
-    with Store(fast_settings.db) as store:
+    with Store(fast_settings.storage.db) as store:
         page = store.current_pages()[0]
     assert page.pdf is not None
     sections = units([page])

@@ -19,7 +19,8 @@ FIXTURE = {
 @pytest.fixture
 def protocol(tmp_path):
     write_pages(tmp_path / "g.db", FIXTURE)
-    return retrieval.load_retriever(settings_for(tmp_path / "g.db", pipeline="protocol"))
+    settings = settings_for(tmp_path / "g.db", pipeline="protocol")
+    return retrieval.load_retriever(settings.retrieval, settings.storage)
 
 
 def test_page_texts_are_mecab_nouns_of_the_japanese_characters(protocol):
@@ -66,7 +67,7 @@ def test_reference_is_char_truncated_but_passages_hold_whole_lines(tmp_path):
     pages = {"x.html": ("手術のあと", *(long_line.replace("手術", f"手術{i}回目") for i in range(6)))}
     write_pages(tmp_path / "g.db", pages)
     settings = settings_for(tmp_path / "g.db", pipeline="protocol", reference_chars=200)
-    result = retrieval.load_retriever(settings).search("手術", keywords=["手術"])
+    result = retrieval.load_retriever(settings.retrieval, settings.storage).search("手術", keywords=["手術"])
     assert len(result.literal_reference) == 200  # cut mid-line, as published
     assert result.governed
     passage = result.passages[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from chatbot_helpers import indexed_settings
+from guiderag.chatbot.config import BotConfig
 from guiderag.retrieval import query
 from guiderag.retrieval.analyzer import Analyzer
 from guiderag.retrieval.framing import FRAMING_WORDS, drop_framing
@@ -92,7 +93,7 @@ def retriever(tmp_path_factory: pytest.TempPathFactory):
     from guiderag import retrieval
 
     settings = indexed_settings(Path(tmp_path_factory.mktemp("framing")), PAGES)
-    return retrieval.load_retriever(settings)
+    return retrieval.load_retriever(settings.retrieval, settings.storage)
 
 
 def test_framing_words_do_not_lower_the_score(retriever) -> None:
@@ -144,7 +145,7 @@ def test_a_compound_cut_short_by_mecab_is_completed_from_the_corpus(tmp_path: Pa
         "http://guide.test/work.html": ("仕事と治療", "治療と仕事の両立について、職場と相談しましょう。"),
     }
     settings = indexed_settings(tmp_path, pages)
-    r = retrieval.load_retriever(settings)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
     question = "高額療養費ってなんですか"
     assert "高額療養" in r.analyze(question)  # what MeCab makes of it
     weights = r.query_weights(question)
@@ -161,10 +162,10 @@ def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
 
     # the rules' evidence gate (the coverage model weighs the same slots: tests/test_coverage_model.py)
     settings = indexed_settings(tmp_path, PAGES, coverage_decision="rules")
-    with Chatbot(settings) as bot:
+    with Chatbot(BotConfig.of(settings)) as bot:
         answer = bot.ask("手術のあと、いつから仕事に戻れますか")
         assert answer.coverage == "governed", answer.retrieval
         assert "仕事に復帰" in answer.answer
-        assert answer.retrieval["line_coverage"] >= settings.min_line_coverage
+        assert answer.retrieval["line_coverage"] >= settings.answer.min_line_coverage
         refused = bot.ask("グリオーマの手術のあと仕事に戻れますか")
         assert refused.coverage == "not_governed"

@@ -1,10 +1,13 @@
 """The default (`ours`) pipeline over a real store: ranking, refusal, threshold, reference budget."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from guiderag import retrieval
 from guiderag.errors import EmptyCorpusError, InputError, StoreError
+from guiderag.scopes import RetrievalConfig, StoreConfig
 from retrieval_corpus import BASE, HOSPITAL, write_pages, settings_for
 
 
@@ -16,7 +19,7 @@ def settings(tmp_path):
 
 @pytest.fixture
 def retriever(settings):
-    return retrieval.load_retriever(settings)
+    return retrieval.load_retriever(settings.retrieval, settings.storage)
 
 
 def _reference_lines(result):
@@ -40,7 +43,7 @@ def test_alphanumeric_and_full_width_question(retriever):
 
 
 def test_best_passage_of_a_long_page_not_its_top(settings):
-    retriever = retrieval.load_retriever(settings.replace(reference_chars=200))
+    retriever = retrieval.load_retriever(dataclasses.replace(settings.retrieval, reference_chars=200), settings.storage)
     result = retriever.search("セカンドオピニオンを受けるときに用意するものは？")
     assert result.candidates[0].url == BASE + "q4.html"
     first = result.passages[0]
@@ -56,10 +59,10 @@ def test_out_of_scope_question_is_refused(settings, retriever):
     assert result.top_score < result.threshold
     # the reference is the passages over the floor, for the coverage model to weigh (and refuse)
     assert result.passages and all(p.score < result.threshold for p in result.passages)
-    assert all(p.score >= settings.reference_floor for p in result.passages)
+    assert all(p.score >= settings.retrieval.reference_floor for p in result.passages)
     assert "糖尿病" in result.unknown_terms
     # no floor: nothing at all, as before the coverage model
-    bare = retrieval.load_retriever(settings.replace(reference_floor=0.0)).search("糖尿病の食事療法について教えてください")
+    bare = retrieval.load_retriever(dataclasses.replace(settings.retrieval, reference_floor=0.0), settings.storage).search("糖尿病の食事療法について教えてください")
     assert not bare.governed and bare.candidates == [] and bare.passages == []
 
 
@@ -72,21 +75,21 @@ def test_question_with_nothing_to_search_is_not_covered(retriever, question):
 
 
 def test_threshold_is_applied(settings):
-    strict = retrieval.load_retriever(settings.replace(threshold=1.0))
+    strict = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=1.0), settings.storage)
     assert not strict.search("胸腺腫の治療").governed
-    lenient = retrieval.load_retriever(settings.replace(threshold=0.0))
+    lenient = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=0.0), settings.storage)
     result = lenient.search("治療")
     assert len(result.candidates) >= 3  # every page mentioning 治療 clears 0
-    default = retrieval.load_retriever(settings)
+    default = retrieval.load_retriever(settings.retrieval, settings.storage)
     result = default.search("胸腺腫の治療")
-    assert all(c.score >= default.settings.threshold for c in result.candidates)
-    assert all(p.score >= default.settings.threshold for p in result.passages)
+    assert all(c.score >= default.config.threshold for c in result.candidates)
+    assert all(p.score >= default.config.threshold for p in result.passages)
     scores = [c.score for c in result.candidates]
     assert scores == sorted(scores, reverse=True)
 
 
 def test_reference_is_cut_at_line_boundaries_without_duplicates(settings):
-    retriever = retrieval.load_retriever(settings.replace(reference_chars=200, threshold=0.0))
+    retriever = retrieval.load_retriever(dataclasses.replace(settings.retrieval, reference_chars=200, threshold=0.0), settings.storage)
     result = retriever.search("治療を受ける病院の費用と手術")
     assert result.governed
     assert 0 < result.reference_chars <= 200
@@ -97,8 +100,8 @@ def test_reference_is_cut_at_line_boundaries_without_duplicates(settings):
         for n in passage.lines:
             assert passage.page.line(n) in passage.text.split("\n")  # whole stored lines
     # the default budget takes more, still whole lines
-    wide = retrieval.load_retriever(settings.replace(threshold=0.0)).search("治療を受ける病院の費用と手術")
-    assert 200 < wide.reference_chars <= settings.reference_chars
+    wide = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=0.0), settings.storage).search("治療を受ける病院の費用と手術")
+    assert 200 < wide.reference_chars <= settings.retrieval.reference_chars
 
 
 def test_keywords_are_added_to_the_query(retriever):
@@ -121,8 +124,9 @@ def test_synonyms_apply_at_index_and_query_time(tmp_path):
     write_pages(db)
     syn = tmp_path / "syn.tsv"
     syn.write_text("薬物療法\t抗がん剤\n", encoding="utf-8")
-    without = retrieval.load_retriever(settings_for(db))
-    with_syn = retrieval.load_retriever(settings_for(db, synonyms=syn))
+    plain, synonymous = settings_for(db), settings_for(db, synonyms=syn)
+    without = retrieval.load_retriever(plain.retrieval, plain.storage)
+    with_syn = retrieval.load_retriever(synonymous.retrieval, synonymous.storage)
     question = "抗がん剤の副作用がつらい"
     assert with_syn.search(question).candidates[0].url == BASE + "q2.html"
     assert with_syn.search(question).top_score > without.search(question).top_score
@@ -140,16 +144,16 @@ def test_empty_corpus_asks_to_scrape_first(tmp_path):
     write_pages(db, {})
     settings = settings_for(db)
     with pytest.raises(EmptyCorpusError, match="scrape") as info:
-        retrieval.load_retriever(settings)
+        retrieval.load_retriever(settings.retrieval, settings.storage)
     assert isinstance(info.value, InputError)
     with pytest.raises(EmptyCorpusError):
-        retrieval.build_index(settings)
+        retrieval.build_index(settings.retrieval, settings.storage)
     assert not settings.guideline_scope("default").index_dir.exists() or not (settings.guideline_scope("default").index_dir / "CURRENT").exists()
 
 
 def test_missing_store_is_a_store_error(tmp_path):
     with pytest.raises(StoreError, match="scrape"):
-        retrieval.load_retriever(settings_for(tmp_path / "nothing.db"))
+        retrieval.load_retriever(RetrievalConfig(), StoreConfig(db=tmp_path / "nothing.db"))
     assert not (tmp_path / "nothing.db").exists()
 
 
@@ -161,7 +165,7 @@ def test_result_json_has_the_contract_fields(retriever):
 
 
 def test_candidate_list_is_capped_but_the_total_kept(settings):
-    retriever = retrieval.load_retriever(settings.replace(threshold=0.0, max_candidates=2))
+    retriever = retrieval.load_retriever(dataclasses.replace(settings.retrieval, threshold=0.0, max_candidates=2), settings.storage)
     result = retriever.search("治療")
     assert len(result.candidates) == 2
     assert result.candidates_total >= 3

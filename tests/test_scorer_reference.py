@@ -42,7 +42,7 @@ CONSTANTS = {
 
 def formula(settings: Settings) -> SimpleNamespace:
     """Every parameter of the formula: the constants as they are now, and the settings'."""
-    return SimpleNamespace(qa_page_weight=settings.qa_page_weight,
+    return SimpleNamespace(qa_page_weight=settings.retrieval.qa_page_weight,
                            **{name: getattr(module, attr) for name, (module, attr) in CONSTANTS.items()})
 
 
@@ -68,7 +68,7 @@ def reference_scores(pages: list[PageVersion], settings: Settings, slots: list[t
     more alternative, found in a passage (page, line span) one of whose line spans holds
     every word and junction, at weight * the least w of the words."""
     parts = parts or {}
-    analyzer = make_analyzer(settings)
+    analyzer = make_analyzer(settings.retrieval)
     s = formula(settings)
     n_pages = len(pages)
     rows = []  # per passage: (terms Counter, bigrams Counter, [span term sets], [span bigram sets])
@@ -220,9 +220,9 @@ def test_passage_scores_equal_the_plain_formula(seed: int, overrides: dict, monk
         pages = [dataclasses.replace(p, title=p.title.split(" ", 1)[-1]) if i % 2 else p for i, p in enumerate(pages)]
         assert 0 < sum(is_question_title(p.title) for p in pages) < len(pages)
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
-    analyzer = make_analyzer(settings)
-    data = build_data(pages, "v", settings, analyzer)
-    retriever = OursRetriever(settings, pages, data, analyzer, guideline="default")
+    analyzer = make_analyzer(settings.retrieval)
+    data = build_data(pages, "v", settings.retrieval, analyzer)
+    retriever = OursRetriever(settings.retrieval, pages, data, analyzer, guideline="default")
     questions = [*corpus.queries, "遺伝子変異と副作用の関係は？", "存在しない語彙ばかりの質問です", "肺"]
     with_parts = 0
     vocab = sorted(data.term_vocab)
@@ -273,8 +273,8 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         monkeypatch.setattr(module, attr, overrides.pop(name))
     corpus = generate_corpus(40, 40, seed=seed)
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
-    analyzer = make_analyzer(settings)
-    retriever = OursRetriever(settings, corpus.pages, build_data(corpus.pages, "v", settings, analyzer), analyzer,
+    analyzer = make_analyzer(settings.retrieval)
+    retriever = OursRetriever(settings.retrieval, corpus.pages, build_data(corpus.pages, "v", settings.retrieval, analyzer), analyzer,
                               guideline="default")
     thresholds = retriever._thresholds()
     above_any = below_any = 0
@@ -291,7 +291,7 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
         assert hits.top == float(every.max()) and hits.unknown == unknown
         above_any += len(reaching)
-        # below the threshold, the reference floor (settings.reference_floor): when no passage
+        # below the threshold, the reference floor (settings.retrieval.reference_floor): when no passage
         # reaches its threshold, every passage over the floor is listed, exactly
         floor = 0.01
         low = retriever.scorer.query_hits(query, thresholds, floor)
@@ -361,8 +361,8 @@ def test_stored_line_analyses_equal_a_fresh_analysis_of_the_same_lines(seed: int
     monkeypatch.setattr(build, "_CHUNK_PAGES", 2)
     pages = _pages_with_every_kind_of_line(seed)
     settings = Settings.load(env={}, progress=False, index_workers=workers)
-    analyzer = make_analyzer(settings)
-    retriever = OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer,
+    analyzer = make_analyzer(settings.retrieval)
+    retriever = OursRetriever(settings.retrieval, pages, build_data(pages, "v", settings.retrieval, analyzer), analyzer,
                               guideline="default")
     stored = retriever.line_analyses
     assert isinstance(stored, StoredLines)
@@ -401,8 +401,8 @@ UNIT_OF = {"分": "分", "時間": "時間", "日": "日", "週": "週", "週間
 
 def _retriever_of(pages: list[PageVersion], **overrides) -> OursRetriever:
     settings = Settings.load(env={}, progress=False, index_workers=1, **overrides)
-    analyzer = make_analyzer(settings)
-    return OursRetriever(settings, pages, build_data(pages, "v", settings, analyzer), analyzer, guideline="default")
+    analyzer = make_analyzer(settings.retrieval)
+    return OursRetriever(settings.retrieval, pages, build_data(pages, "v", settings.retrieval, analyzer), analyzer, guideline="default")
 
 
 def test_the_evidence_read_off_the_index_equals_the_page_matrix_and_fresh_titles(monkeypatch) -> None:

@@ -13,7 +13,7 @@ from guiderag.cli import build_parser, main
 from guiderag.errors import InputError
 from guiderag.registry import STAGES
 from guiderag.scopes import SCOPES, RetrievalConfig, StoreConfig
-from guiderag.settings import (BY_NAME, REGISTRY, RETIRED, SCRIPT_VARIABLES, Flat, GuidelineScope, Settings,
+from guiderag.settings import (BY_NAME, REGISTRY, RETIRED, SCRIPT_VARIABLES, GuidelineScope, Settings,
                                ignored_variables, reference_markdown)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,8 +22,8 @@ CONTRACT = REPO.parent / "shared" / "CONTRACT.md"
 
 def test_defaults_keep_the_protocol_parameters():
     s = Settings.load(env={})
-    assert s.threshold == 0.2 and s.reference_chars == 4096 and s.mode == "extract"
-    assert s.pipeline == "ours" and not s.model_configured
+    assert s.retrieval.threshold == 0.2 and s.retrieval.reference_chars == 4096 and s.answer.mode == "extract"
+    assert s.retrieval.pipeline == "ours" and not s.model_configured
     assert s == Settings()  # the defaults are the declarations'
     s.validate()  # and every one passes its own rules
 
@@ -32,14 +32,14 @@ def test_environment_then_overrides():
     env = {"GUIDERAG_DB": "/tmp/x.db", "GUIDERAG_THRESHOLD": "0.3", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
            "GUIDERAG_MODEL": "m", "GUIDERAG_FALLBACK_TO_EXTRACT": "yes"}
     s = Settings.load(env=env, threshold=0.5)
-    assert s.db == Path("/tmp/x.db") and s.threshold == 0.5
-    assert s.answer_model == "m" and s.keywords_model == "m" and s.model_configured
-    assert s.fallback_to_extract is True
+    assert s.storage.db == Path("/tmp/x.db") and s.retrieval.threshold == 0.5
+    assert s.model.answer_model == "m" and s.model.keywords_model == "m" and s.model_configured
+    assert s.model.fallback_to_extract is True
     assert s.guideline_scope("default").index_dir == Path("/tmp/x.db.index")
     assert s.source("threshold") == "flag" and s.source("db") == "environment" and s.source("mode") == "default"
     # a model's own variable wins over GUIDERAG_MODEL
     s = Settings.load(env={"GUIDERAG_MODEL": "both", "GUIDERAG_KEYWORDS_MODEL": "kw"})
-    assert (s.keywords_model, s.answer_model) == ("kw", "both")
+    assert (s.model.keywords_model, s.model.answer_model) == ("kw", "both")
 
 
 @pytest.mark.parametrize("env", [{"GUIDERAG_THRESHOLD": "high"}, {"GUIDERAG_PIPELINE": "bm99"},
@@ -93,28 +93,19 @@ def test_a_stage_is_handed_only_its_own_config():
     assert isinstance(s.retrieval, RetrievalConfig) and s.retrieval.threshold == 0.3
     assert {f.name for f in dataclasses.fields(s.retrieval)} == {x.name for x in REGISTRY if x.stage == "retrieval"}
     assert not hasattr(s.retrieval, "delay_s") and s.scraper.delay_s == 0.0
-    # a stage's whole config can be replaced, and the flat names read it
+    # a stage's whole config can be replaced
     t = s.replace(retrieval=dataclasses.replace(s.retrieval, threshold=0.4))
-    assert t.threshold == 0.4 and t.retrieval.threshold == 0.4 and t.scraper.delay_s == 0.0 and s.threshold == 0.3
-    # the stages handed their own config have no flat names left (#19 phase 2)
+    assert t.retrieval.threshold == 0.4 and t.retrieval.threshold == 0.4 and t.scraper.delay_s == 0.0 and s.retrieval.threshold == 0.3
+    # every stage is handed its own config: no flat names (#19 phase 2)
     assert not hasattr(s, "delay_s") and not hasattr(s, "pg_pool_size") and s.value("delay_s") == 0.0
 
 
-# Settings of the stages handed their own config instead of the whole Settings (#19
-# phase 2): the scraper (ScraperConfig) and the store's PostgreSQL options (store.connection
-# takes a StoreConfig). No flat `settings.<name>` is left for them.
-OWN_CONFIG_ONLY = {s.name for s in REGISTRY if s.stage == "scraper"} | {
-    "pg_pool_size", "pg_connect_timeout_s", "pg_statement_timeout_s", "pg_pool_timeout_s"}
-
-
-def test_flat_access_reads_each_setting_from_its_stage():
-    """`settings.<name>` (typed, see guiderag.settings.Flat) for every setting a stage still
-    reads from the whole Settings, reading the stage's config, and none for the stages
-    handed their own; Settings.load(name=...) and replace(name=...) set each setting in
-    its stage's config."""
-    flats = {n for n, v in vars(Settings).items() if isinstance(v, Flat)}
-    assert flats == (set(BY_NAME) - OWN_CONFIG_ONLY) | {"store_url"}  # store_url: derived from db
-    assert len(OWN_CONFIG_ONLY) == 21 and OWN_CONFIG_ONLY <= set(BY_NAME)
+def test_each_setting_is_read_from_its_stage_config_only():
+    """Every stage is handed its own config (#19 phase 2): Settings has no flat
+    `settings.<name>` for any setting (nor store_url, derived from db); Settings.load(name=...)
+    and replace(name=...) set each setting in its stage's config, which value(name) reads."""
+    assert [s.name for s in REGISTRY if hasattr(Settings, s.name)] == []
+    assert not hasattr(Settings, "store_url")
     base = Settings.load(env={})
     for s in REGISTRY:
         value = _another_value(s)
@@ -122,8 +113,6 @@ def test_flat_access_reads_each_setting_from_its_stage():
             config = getattr(changed, SCOPES[s.stage][1])
             expected = Path(value) if s.kind is Path and not isinstance(value, Path) else value
             assert getattr(config, s.name) == changed.value(s.name) == expected, s.name
-            if s.name in flats:
-                assert getattr(changed, s.name) == expected, s.name
             assert changed != base, s.name
 
 
@@ -253,9 +242,9 @@ def test_the_guideline_scope_follows_from_the_store_and_the_id(tmp_path):
 def test_a_postgresql_location_is_the_store_and_a_local_anchor():
     s = Settings.load(env={"GUIDERAG_DB": "postgresql://u:pw@db.internal:5433/guide"})
     assert s.store == "postgresql://u:pw@db.internal:5433/guide" and s.store_name == "postgresql://***@db.internal:5433/guide"
-    assert s.db.name == "db.internal-5433-guide.db"
-    local = s.replace(db=Path("/tmp/local.db"))  # a new location is derived again
-    assert local.store == Path("/tmp/local.db") and local.store_url is None
+    assert s.storage.db.name == "db.internal-5433-guide.db"
+    local = s.replace(db=Path("/tmp/local.storage.db"))  # a new location is derived again
+    assert local.store == Path("/tmp/local.storage.db") and local.storage.store_url is None
     assert StoreConfig(db="postgresql://h/x").store_url == "postgresql://h/x"  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from guiderag.chatbot.config import BotConfig
 from guiderag import retrieval
 from guiderag.chatbot import Chatbot, replies
 from guiderag.chatbot import generate as gen
@@ -27,6 +28,7 @@ from guiderag.chatbot.lines import LINES_SYSTEM_PROMPT, number_reference
 from guiderag.cli import main
 from guiderag.settings import Settings
 from guiderag.store import Store
+from guiderag.scopes import RetrievalConfig, StoreConfig
 from openai_stub import OpenAIStub, Reply
 from storekit import assert_verbatim, copy_store
 
@@ -45,7 +47,7 @@ def sample_db(scraped_sample) -> Path:
 
 @pytest.fixture(scope="module")
 def sample_retriever(sample_db):
-    return retrieval.load_retriever(Settings.load(env={}, db=sample_db))
+    return retrieval.load_retriever(RetrievalConfig(), StoreConfig(db=sample_db))
 
 
 @pytest.fixture()
@@ -61,7 +63,7 @@ def settings_for(stub: OpenAIStub, db: Path, **overrides) -> Settings:
 
 
 def ask(stub: OpenAIStub, db: Path, retriever, question: str, mode: str, **overrides):
-    with Chatbot(settings_for(stub, db, **overrides), retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(settings_for(stub, db, **overrides)), retriever=retriever) as bot:
         return bot.ask(question, mode)
 
 
@@ -73,7 +75,7 @@ def audit_row(db: Path, audit_id: int) -> dict:
 
 
 def extract_answer(db: Path, retriever, question: str):
-    with Chatbot(Settings.load(env={}, db=db), retriever=retriever) as bot:
+    with Chatbot(BotConfig.of(Settings.load(env={}, db=db)), retriever=retriever) as bot:
         return bot.ask(question, "extract")
 
 
@@ -348,8 +350,8 @@ def test_model_calls_beyond_the_slots_wait_then_fall_back(db, sample_retriever):
         while stub.calls == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert stub.calls == 1  # the first holds the one slot now
-        with Chatbot(settings_for(stub, db, model_concurrency=1, model_queue_timeout_s=0.3,
-                                  fallback_to_extract=True), retriever=sample_retriever) as bot:
+        with Chatbot(BotConfig.of(settings_for(stub, db, model_concurrency=1, model_queue_timeout_s=0.3,
+                                  fallback_to_extract=True)), retriever=sample_retriever) as bot:
             second = bot.ask(THYMIC, "lines", progress=lambda stage, chars: stages.append(stage))
         gate.set()
         t.join()

@@ -40,7 +40,7 @@ class GuidelineStatus:
     pages: int
     last_scraped: str | None
     # why the sidebar warns: "diverged", "too_old" or "failed" (the last `guiderag check`,
-    # when newer than the last scrape), "stale" (older than settings.max_age_hours); None: fine
+    # when newer than the last scrape), "stale" (older than settings.storage.max_age_hours); None: fine
     warning: str | None = None
     checked_at: str | None = None
 
@@ -80,7 +80,7 @@ class BootstrapResult:
 
 
 def store_status(settings: Settings) -> StoreStatus:
-    """Page count and last good scrape of the store at settings.db (none there: empty)."""
+    """Page count and last good scrape of the store at settings.storage.db (none there: empty)."""
     if _no_store_yet(settings):  # do not leave an empty database behind just by looking
         return StoreStatus(pages=0, toc_url=None, last_scraped=None, last_run_id=None)
     with Store(settings.store, create=False) as store:
@@ -121,7 +121,7 @@ def _guideline_status(settings: Settings, gid: str, title: str, toc_url: str | N
         if check.get("status") in (DIVERGED, TOO_OLD, FAILED) and check.get("last_run_id") == run_id:
             warning = str(check["status"])
     age = age_hours(scraped)
-    if warning is None and settings.max_age_hours > 0 and age is not None and age > settings.max_age_hours:
+    if warning is None and settings.storage.max_age_hours > 0 and age is not None and age > settings.storage.max_age_hours:
         warning = "stale"
     return GuidelineStatus(gid, title, toc_url, pages, scraped, warning, checked_at)
 
@@ -142,16 +142,16 @@ def _never_had_pages(settings: Settings) -> bool:
 def is_default_store(settings: Settings) -> bool:
     """True for the SQLite store at the default location (resources.default_db): no --db or
     GUIDERAG_DB named another one, and it is no PostgreSQL database."""
-    if settings.store_url:
+    if settings.storage.store_url:
         return False
-    return Path(settings.db).expanduser().absolute() == default_db().expanduser().absolute()
+    return Path(settings.storage.db).expanduser().absolute() == default_db().expanduser().absolute()
 
 
 def needs_bootstrap(settings: Settings) -> bool:
     """True when the default store (is_default_store) has never held a page and the sample
     is not switched off (a store whose pages were all removed by a later scrape is a real,
     if empty, guideline and is not refilled; a configured store is never filled)."""
-    return settings.sample_on_empty and is_default_store(settings) and _never_had_pages(settings)
+    return settings.chat.sample_on_empty and is_default_store(settings) and _never_had_pages(settings)
 
 
 def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) -> BootstrapResult:
@@ -191,7 +191,7 @@ def ensure_corpus(settings: Settings, progress: ProgressCallback | None = None) 
                 "check data/sample_site and the scraper's classification"
             )
         report(0.7, f"{status.pages} ページを読み込みました。検索用の索引を作っています…")
-        retrieval.build_index(local)
+        retrieval.build_index(local.retrieval, local.storage, progress=local.progress_reporter)
         report(1.0, "準備ができました。")
         return BootstrapResult(
             built=True, pages=status.pages, toc_url=scraped.toc_url, summary=summary.describe()

@@ -135,7 +135,7 @@ def sidebar(settings: Settings, status: StoreStatus) -> tuple[str, str]:
             mode = EXTRACT
             st.caption(TEXT["sidebar_mode_extract_only"])
         else:
-            default = settings.mode if settings.mode in modes else EXTRACT
+            default = settings.answer.mode if settings.answer.mode in modes else EXTRACT
             mode = st.radio(
                 TEXT["sidebar_mode"],
                 modes,
@@ -195,7 +195,7 @@ def main() -> None:
         # Model time or an index to load takes seconds: show what is happening and for how
         # long (a keywords model is asked in every mode). An extract answer without any
         # model takes milliseconds: answered directly, nothing to show.
-        keywords_model = bool(settings.keywords_model and (settings.openai_api_key or settings.openai_base_url))
+        keywords_model = bool(settings.model.keywords_model and (settings.model.openai_api_key or settings.model.openai_base_url))
         earlier = earlier_questions(history, settings)  # this session's own turns only
         if mode in MODEL_MODES or keywords_model or not retriever_loaded(settings, status):
             turn = answer_with_progress(question, mode, settings, status, guideline, earlier)

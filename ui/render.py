@@ -189,7 +189,7 @@ def answer_html(
 ) -> str:
     """The whole assistant message for one Answer, as one block of our own HTML; `pages`
     holds the stored lines of the cited page versions, by (url, version)."""
-    tz = settings.display_timezone
+    tz = settings.chat.display_timezone
     parts: list[str] = []
     # Notes for the user (a long question was cut; the model failed and extract answered).
     notes = [str(n) for n in answer.notes if str(n).strip()]
@@ -203,11 +203,11 @@ def answer_html(
         f'<div class="grag-warning">{escape_text(n)}</div>' for n in notes)
     parts.append(warning)
     if not answer.governed:
-        escalation = answer.escalation or settings.escalation_text
+        escalation = answer.escalation or settings.answer.escalation_text
         inner = (
             warning
             + f'<div class="grag-badge">{escape_text(TEXT["not_covered_badge"])}</div>'
-            + paragraphs(answer.answer or settings.refusal_message)
+            + paragraphs(answer.answer or settings.answer.refusal_message)
             + paragraphs(escalation, "grag-escalation")
         )
         return block(inner, "grag-answer grag-notcovered")
@@ -274,7 +274,7 @@ def incident(settings: Settings) -> str:
     """When it happened, for staff to find the audit row and the server log line. The
     error itself (model endpoint, paths) goes to the log, not to the patient's screen."""
     now = datetime.now(timezone.utc).isoformat()
-    when = format_date(now, settings.display_timezone, with_time=True)
+    when = format_date(now, settings.chat.display_timezone, with_time=True)
     return block(f'<p class="grag-audit">{escape_text(TEXT["incident"].format(when=when))}</p>', "grag-incident")
 
 
@@ -316,7 +316,7 @@ def guidelines_html(status: StoreStatus, settings: Settings) -> str:
             site = link(g.toc_url, urlsplit(g.toc_url).hostname or g.toc_url)
         else:
             site = escape_text(TEXT["sidebar_sample"] if g.toc_url else "—")
-        scraped = format_date(g.last_scraped, settings.display_timezone, with_time=True)
+        scraped = format_date(g.last_scraped, settings.chat.display_timezone, with_time=True)
         items.append(
             f"<dt>{escape_text(g.label)}</dt><dd>{site}<br>"
             f"{escape_text(TEXT['sidebar_pages'])} {escape_text(str(g.pages))}・"
@@ -327,10 +327,10 @@ def guidelines_html(status: StoreStatus, settings: Settings) -> str:
 
 def warning_text(g: GuidelineStatus, settings: Settings) -> str:
     """The sidebar's warning for one guideline (its last check, or its age)."""
-    when = format_date(g.checked_at, settings.display_timezone, with_time=True)
+    when = format_date(g.checked_at, settings.chat.display_timezone, with_time=True)
     key = {"diverged": "warn_diverged", "too_old": "warn_stale", "failed": "warn_check_failed"}.get(
         g.warning or "", "warn_stale")
-    return TEXT[key].format(title=g.label, when=when, hours=f"{settings.max_age_hours:g}")
+    return TEXT[key].format(title=g.label, when=when, hours=f"{settings.storage.max_age_hours:g}")
 
 
 def sidebar_html(status: StoreStatus, settings: Settings) -> str:
@@ -345,7 +345,7 @@ def sidebar_html(status: StoreStatus, settings: Settings) -> str:
         (TEXT["sidebar_pages"], escape_text(f"{status.pages}")),
         (
             TEXT["sidebar_scraped"],
-            escape_text(format_date(status.last_scraped, settings.display_timezone, with_time=True)),
+            escape_text(format_date(status.last_scraped, settings.chat.display_timezone, with_time=True)),
         ),
     ]
     items = "".join(f"<dt>{escape_text(k)}</dt><dd>{v}</dd>" for k, v in rows)

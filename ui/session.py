@@ -24,6 +24,7 @@ from typing import Sequence
 
 from guiderag.chatbot import Library
 from guiderag.chatbot.answer import Answer
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot.library_cache import LOAD_LOCK, cache_for, shared_library
 from guiderag.errors import GuideragError, ModelError, QuestionError
 from guiderag.settings import Settings
@@ -55,14 +56,14 @@ def get_library(settings: Settings) -> Library:
     """The guidelines of these settings' store in its current state, each guideline's
     retriever loaded once per process and state. A loaded library is returned at once; a
     load holds INDEX_LOCK (one load at a time)."""
-    return shared_library(settings)
+    return shared_library(BotConfig.of(settings))
 
 
 def retriever_loaded(settings: Settings, status: StoreStatus) -> bool:
     """False before the first question of a process (or after a new scrape or a removal,
     as `status` read the store): loading the index then takes a moment, worth a progress
     line even in extract mode."""
-    return status.state is not None and cache_for(settings).loaded_state == status.state
+    return status.state is not None and cache_for(BotConfig.of(settings)).loaded_state == status.state
 
 
 @dataclass
@@ -85,10 +86,10 @@ class Activity:
 def earlier_questions(turns: Sequence[Turn], settings: Settings) -> list[str]:
     """What a new question of this browser session is read with: the questions of its
     earlier turns that were answered or refused (not the ones that could not be read or
-    failed), oldest first, the last settings.history_max_turns. Only this session's
+    failed), oldest first, the last settings.answer.history_max_turns. Only this session's
     turns: the page keeps them in its own session state."""
     asked = [t.question for t in turns if t.answer is not None]
-    return asked[-settings.history_max_turns:]
+    return asked[-settings.answer.history_max_turns:]
 
 
 def ask(
