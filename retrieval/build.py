@@ -265,7 +265,8 @@ def _line_term_ids(tflat: np.ndarray, t_ends: list[int], lflat: np.ndarray, l_co
     without framing words has its index terms (their term ids, >= 0); a framed one
     (`framed`, in order) its own, in `lflat` (line-term ids, sent as -1 - id)."""
     n_texts = len(t_ends)
-    text_of = np.repeat(np.arange(n_texts, dtype=np.int64), np.diff(np.asarray([0, *t_ends], dtype=np.int64)))
+    lengths: np.ndarray = np.diff(np.asarray([0, *t_ends], dtype=np.int64))
+    text_of = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
     own = np.ones(n_texts, dtype=bool)
     own[framed] = False
     keys = np.unique(text_of[own[text_of]] * width + tflat[own[text_of]])
