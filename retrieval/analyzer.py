@@ -390,16 +390,18 @@ class Analyzer:
     def analysis(self, text: str) -> Analysis:
         return analyze_tokens(self.tokens(text), parts=self.parts, verbs=self.verbs)
 
-    def page_analysis(self, text: str) -> tuple[Analysis, list[str]]:
+    def page_analysis(self, text: str) -> tuple[Analysis, list[str] | None]:
         """A page text's index analysis, and its terms as the answer stage compares them
         with a question's (`query_terms`: framing words are no terms there), from one
-        MeCab parse (the index build stores both, retrieval.lines)."""
+        MeCab parse (the index build stores both, retrieval.lines). The second is None
+        when it holds the same terms as the first (no framing word in the text: most
+        lines), so the caller reuses the analysis' terms."""
         tokens = self.tokens(text)
         analysis = analyze_tokens(tokens, parts=self.parts, verbs=self.verbs)
         framed = drop_framing(tokens)
-        same = framed is tokens or framed == tokens
-        terms = analysis.terms if same else analyze_tokens(framed, parts=self.parts, verbs=self.verbs).terms
-        return analysis, [t.text for t in terms]
+        if framed is tokens or framed == tokens:
+            return analysis, None
+        return analysis, [t.text for t in analyze_tokens(framed, parts=self.parts, verbs=self.verbs).terms]
 
     def terms(self, text: str) -> list[Term]:
         return self.analysis(text).terms

@@ -40,6 +40,8 @@ _PARALLEL_MIN_CHARS = 100_000
 # Pages per worker task, at most: a task's result is one message (few numpy arrays).
 _CHUNK_PAGES = 64
 _TEXT = operator.itemgetter(0)  # Term.text
+# Texts whose analyses a process keeps while it builds (retrieval.build._WorkerState.texts).
+_TEXT_CACHE = 20_000
 
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
@@ -70,6 +72,9 @@ class _WorkerState:
     sent_terms: int = 0
     sent_bigrams: int = 0
     sent_line_terms: int = 0
+    # the analysis of each text met (a page's title is often its first line too; headings,
+    # table cells and footers recur), at most _TEXT_CACHE texts
+    texts: dict[str, tuple] = field(default_factory=dict)
 
 
 _WORKER: _WorkerState | None = None
@@ -159,8 +164,9 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     grams: list[str] = []
     t_ends: list[int] = []
     b_ends: list[int] = []
-    line_terms: list[str] = []
+    line_terms: list[str] = []  # the terms of the framed texts (see Analyzer.page_analysis)
     l_counts: list[int] = []
+    framed_texts: list[int] = []
     gives: list[int] = []
     units: list[int] = []
     flats: list[str] = []
@@ -171,24 +177,36 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     metas: list[list[tuple]] = []
     span_counts: list[int] = []
     analysis = w.analyzer.page_analysis
+    seen_texts = w.texts
     nfkc = unicodedata.normalize
     titles: list[int] = []  # each page's title's text number
     for title, lines in jobs:
         base = len(t_ends)  # the title's text number; line k is text base + k
         titles.append(base)
         for text in (title, *lines):
-            normal = nfkc("NFKC", text)
-            a, seen = analysis(normal)
-            terms.extend(map(_TEXT, a.terms))
-            grams.extend(char_bigrams(a.spans))
+            done = seen_texts.get(text)
+            if done is None:
+                normal = nfkc("NFKC", text)
+                a, framed = analysis(normal)
+                done = (list(map(_TEXT, a.terms)), char_bigrams(a.spans),
+                        None if framed is None else list(dict.fromkeys(framed)),
+                        gives_mask(normal, normalized=True), unit_mask(normal, normalized=True),
+                        flat_text(normal, normalized=True))
+                if len(seen_texts) >= _TEXT_CACHE:
+                    seen_texts.clear()
+                seen_texts[text] = done
+            text_terms, text_grams, framed, give, unit, flat = done
+            terms.extend(text_terms)
+            grams.extend(text_grams)
             t_ends.append(len(terms))
             b_ends.append(len(grams))
-            distinct = list(dict.fromkeys(seen))
-            line_terms.extend(distinct)
-            l_counts.append(len(distinct))
-            gives.append(gives_mask(normal, normalized=True))
-            units.append(unit_mask(normal, normalized=True))
-            flats.append(flat_text(normal, normalized=True))
+            if framed is not None:  # else its line terms are its index terms (below)
+                line_terms.extend(framed)
+                l_counts.append(len(framed))
+                framed_texts.append(len(t_ends) - 1)
+            gives.append(give)
+            units.append(unit)
+            flats.append(flat)
         contexts.append(())
         contexts.extend(line_contexts(lines, w.heading_max_chars))
         page_rows.append([(base, base + len(lines) + 1)])
@@ -227,7 +245,8 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         title_ids.append(np.unique(tflat[start:t_ends[base]]))
     title_counts = np.asarray([len(t) for t in title_ids], dtype=np.int64)
     title_flat = np.concatenate(title_ids) if title_ids else np.empty(0, np.int64)
-    texts = (lflat, np.asarray(l_counts, dtype=np.int64), bytes(gives), np.asarray(units, dtype=np.uint16), context,
+    line_ids, line_counts = _line_term_ids(tflat, t_ends, lflat, l_counts, framed_texts, tw)
+    texts = (line_ids, line_counts, bytes(gives), np.asarray(units, dtype=np.uint16), context,
              np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
     result = (
         os.getpid(),
@@ -239,6 +258,24 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     w.sent_terms, w.sent_bigrams = len(w.term_list), len(w.bigram_list)
     w.sent_line_terms = len(w.line_term_list)
     return result
+
+
+def _line_term_ids(tflat: np.ndarray, t_ends: list[int], lflat: np.ndarray, l_counts: list[int],
+                   framed: list[int], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's line terms, distinct, text after text, and how many each has. A text
+    without framing words has its index terms (their term ids, >= 0); a framed one
+    (`framed`, in order) its own, in `lflat` (line-term ids, sent as -1 - id)."""
+    n_texts = len(t_ends)
+    lengths: np.ndarray = np.diff(np.asarray([0, *t_ends], dtype=np.int64))
+    text_of = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
+    own = np.ones(n_texts, dtype=bool)
+    own[framed] = False
+    keys = np.unique(text_of[own[text_of]] * width + tflat[own[text_of]])
+    texts = np.concatenate([keys // width, np.repeat(np.asarray(framed, dtype=np.int64),
+                                                     np.asarray(l_counts, dtype=np.int64))])
+    ids = np.concatenate([keys % width, -1 - lflat.astype(np.int64)])
+    order = np.argsort(texts, kind="stable")
+    return ids[order].astype(np.int32), np.bincount(texts, minlength=n_texts).astype(np.int64)
 
 
 def _chunks(pages: Sequence[PageVersion], size: int) -> Iterator[list[tuple[str, tuple[str, ...]]]]:

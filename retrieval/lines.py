@@ -288,7 +288,8 @@ class LineParts:
         self.units.append(units)
         self.title_ids.append(term_map[title_ids] if len(title_ids) else np.empty(0, np.int32))
         self.title_counts.append(title_counts)
-        self.ids.append(idmap[ids])
+        # index term ids as global term ids, line-term ids (sent as -1 - id) as -1 - global ones
+        self.ids.append(np.where(ids >= 0, term_map[np.maximum(ids, 0)], -1 - idmap[np.maximum(-1 - ids, 0)]).astype(np.int32))
         self.counts.append(counts)
         self.gives.append(gives)
         self.context.append(context)
@@ -307,7 +308,7 @@ class LineParts:
                 j = nt + len(extra)
                 extra.append(term)
             remap[i] = j
-        ids = np.concatenate(self.ids) if self.ids else np.empty(0, np.int32)
+        ids = np.concatenate(self.ids) if self.ids else np.empty(0, np.int64)
         counts = np.concatenate(self.counts) if self.counts else np.empty(0, np.int64)
         flat_lens = np.concatenate(self.flat_lens) if self.flat_lens else np.empty(0, np.int64)
         title_counts = np.concatenate(self.title_counts) if self.title_counts else np.empty(0, np.int64)
@@ -315,7 +316,8 @@ class LineParts:
         return LineData(
             text_first=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             term_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
-            term_ids=remap[ids] if len(ids) else ids.astype(np.int32),
+            term_ids=(np.where(ids >= 0, ids, remap[np.maximum(-1 - ids, 0)] if len(remap) else 0).astype(np.int32)
+                      if len(ids) else ids.astype(np.int32)),
             extra_terms=extra,
             gives=np.frombuffer(b"".join(self.gives), dtype=np.uint8).copy(),
             units=np.concatenate(self.units) if self.units else np.empty(0, np.uint16),
