@@ -24,6 +24,8 @@ from guiderag.cli import main
 from guiderag.processes import free_port
 from storekit import copy_store
 
+pytestmark = pytest.mark.slow  # faults waited out: a stopped PostgreSQL, slow clients, each case a uvicorn process
+
 THYMIC = "胸腺腫瘍にはどのような治療法がありますか？"
 IN_FLIGHT = 45
 SECRET = "Pg5ecretXq"
@@ -53,7 +55,6 @@ def _timed_get(url: str, timeout: float = 30.0) -> tuple[requests.Response, floa
     return reply, time.monotonic() - started
 
 
-@pytest.mark.slow
 def test_a_stopped_postgresql_does_not_hang_the_api(tmp_path: Path, private_data_home: Path) -> None:
     """kill -STOP of the whole server with 45 requests in flight: /healthz within 1 s,
     /readyz "store not answering" within its 2 s, every request a 503 JSON error once the

@@ -67,6 +67,7 @@ def _ask(store: str, tmp_path: Path) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # CLI processes on both backends
 def test_calibrate_moves_the_point_and_the_next_ask_in_another_process_uses_it(store: str, tmp_path: Path) -> None:
     before = _ask(store, tmp_path)
     assert before["retrieval"]["coverage_model"]["source"] == "shipped"

@@ -23,6 +23,8 @@ from guiderag.cli import main
 from guiderag.scraper import fetch
 from sitekit import html_page, toc_html
 
+pytestmark = pytest.mark.slow  # each test waits out a fetch deadline
+
 TRICKLE_S = 0.3
 DEADLINE_S = 2.0
 TOC = "/guide/index.html"

@@ -156,6 +156,7 @@ def test_site_has_the_in_scope_pages_and_realistic_noise(bench: Path, tmp_path: 
 MODEL_ENV = ("GUIDERAG_MODEL", "GUIDERAG_ANSWER_MODEL", "GUIDERAG_KEYWORDS_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
+@pytest.mark.slow  # devbench end to end: serve, scrape, index, both pipelines
 def test_devbench_end_to_end_on_a_small_set(bench: Path, tmp_path: Path, capsys, monkeypatch):
     for key in MODEL_ENV:
         monkeypatch.delenv(key, raising=False)
@@ -180,6 +181,7 @@ def test_devbench_end_to_end_on_a_small_set(bench: Path, tmp_path: Path, capsys,
     assert runs[("ours", "extract")]["metrics"]["right_page_first"] >= 0.5
 
 
+@pytest.mark.slow  # devbench with a model server
 def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_path: Path, capsys, monkeypatch):
     """With a model (a loopback OpenAI-format server) the lines mode runs instead of being skipped."""
     from openai_stub import OpenAIStub
@@ -202,6 +204,7 @@ def test_devbench_runs_lines_mode_when_a_model_is_configured(bench: Path, tmp_pa
 
 
 @pytest.mark.early  # two devbench runs, one with two spawned worker processes
+@pytest.mark.slow
 def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_path: Path, capsys, monkeypatch):
     from guiderag.eval.workbook import read_results
 
@@ -223,6 +226,7 @@ def test_worker_processes_give_the_same_results_as_in_process(bench: Path, tmp_p
     assert results["2"] == results["1"]
 
 
+@pytest.mark.slow  # devbench's model modes against a model server
 def test_devbench_model_modes_report_fallbacks_declines_and_seconds(bench: Path, tmp_path: Path, capsys, monkeypatch):
     """The model columns: a model whose summaries loop falls back on every answered question
     (and no repeated summary is shown), one that declines is counted as declining."""

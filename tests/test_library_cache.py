@@ -76,6 +76,7 @@ def test_the_chat_stops_answering_from_a_guideline_removed_by_another_process(st
     assert after.answer is None and after.error_kind == "app"
 
 
+@pytest.mark.slow  # a uvicorn process and a CLI process on one store
 def test_the_api_stops_answering_from_a_guideline_removed_by_another_process(stores, tmp_path: Path) -> None:
     with serve(stores["two"], tmp_path / "two.log") as url:
         before = requests.post(url + "/v1/ask", json={"question": GASTRIC_Q}, timeout=60).json()

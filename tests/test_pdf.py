@@ -199,6 +199,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow  # nine bad PDFs, each read by a memory-limited worker process
 def test_each_bad_pdf_is_refused_with_its_reason_and_the_previous_version_stays(fast_scraper, store_config) -> None:
     config = replace(fast_scraper, urls_xlsx=store_config.db.with_name("urls.xlsx"), pdf_max_stream_bytes=16 << 20)
     good = chapter().build()

@@ -29,6 +29,8 @@ from guiderag.store.connection import PgOptions, configure, pg_options
 from guiderag.store.pg import close_pools
 from pgkit import paused, postgres_server
 
+pytestmark = pytest.mark.slow  # each test waits out a PostgreSQL connect, statement or pool timeout
+
 PASSWORD = "S3cretPw"
 # Scheduling slack on a loaded 2-core machine: a wait ends at most this long after its bound.
 SLACK_S = 1.5

@@ -51,6 +51,7 @@ def dump(url: str) -> list:
 
 
 @pytest.mark.early  # nine CLI processes
+@pytest.mark.slow
 def test_the_sample_in_postgresql_answers_and_lists_as_sqlite_does(pg_database: str, scraped_sample: Path,
                                                                    tmp_path: Path) -> None:
     sqlite_db = copy_store(scraped_sample, tmp_path / "s.db")  # `scrape --sample` into SQLite (conftest)

@@ -45,6 +45,7 @@ def sample_pg(postgres: str, tmp_path_factory) -> Iterator[tuple[str, Path]]:
     yield url, xdg
 
 
+@pytest.mark.slow  # two uvicorn replicas on one PostgreSQL
 def test_two_api_replicas_answer_alike_and_audit_each_request_once(sample_pg, tmp_path: Path) -> None:
     url, xdg = sample_pg
     env = {"XDG_DATA_HOME": str(xdg)}
