@@ -193,8 +193,7 @@ class StoredLines(LineAnalyses):
         self._vocab = [*terms, *data.extra_terms]
         self._fallback = fallback
         self._sets: dict[int, frozenset[str]] = {}
-        self._page_gives: list[int] | None = None
-        self._page_units: list[int] | None = None
+        self._page_masks: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
     def _text(self, page: PageVersion, number: int) -> int | None:
@@ -232,23 +231,25 @@ class StoredLines(LineAnalyses):
         row = self._rows.get(id(page))
         if row is None or self._pages[row] is not page:
             return self._fallback.page_gives(page, title=title)
-        if self._page_gives is None:
-            with self._lock:
-                if self._page_gives is None:
-                    self._page_gives = page_masks(self.data)
-        lines = self._page_gives[row]
-        return lines | int(self.data.gives[self._first[row]]) if title else lines
+        return self._page_mask("gives", self.data.gives, row, title)
 
     def page_units(self, page: PageVersion, *, title: bool = False) -> int:
         row = self._rows.get(id(page))
         if row is None or self._pages[row] is not page:
             return self._fallback.page_units(page, title=title)
-        if self._page_units is None:
+        return self._page_mask("units", self.data.units, row, title)
+
+    def _page_mask(self, kind: str, masks: np.ndarray, row: int, title: bool) -> int:
+        """Page `row`'s OR of the per-line `masks` (LineData.gives or .units, named `kind`),
+        the title line's too when `title`; each kind's page masks made once, on first use."""
+        pages = self._page_masks.get(kind)
+        if pages is None:
             with self._lock:
-                if self._page_units is None:
-                    self._page_units = page_masks(self.data, self.data.units)
-        lines = self._page_units[row]
-        return lines | int(self.data.units[self._first[row]]) if title else lines
+                pages = self._page_masks.get(kind)
+                if pages is None:
+                    pages = self._page_masks[kind] = page_masks(self.data, masks)
+        lines = pages[row]
+        return lines | int(masks[self._first[row]]) if title else lines
 
 
 def page_masks(data: LineData, masks: np.ndarray | None = None) -> list[int]:
