@@ -22,6 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from guiderag.retrieval.analyzer import normalize
 from guiderag.retrieval.answer_kinds import mask
 from guiderag.retrieval.lines import ComputedLines, LineAnalyses
 from guiderag.retrieval.result import Passage
@@ -71,14 +72,14 @@ class ScoredLine:
 
 def question_terms(question: str, keywords: Sequence[str], analyze: Analyze) -> list[str]:
     """Distinct terms of the question and the keywords, in order."""
-    terms = list(analyze(unicodedata.normalize("NFKC", question)))
+    terms = list(analyze(normalize(question)))
     for kw in keywords:
-        terms.extend(analyze(unicodedata.normalize("NFKC", kw)))
+        terms.extend(analyze(normalize(kw)))
     return list(dict.fromkeys(t for t in terms if t))
 
 
 def _bigrams(text: str) -> set[str]:
-    t = "".join(ch for ch in unicodedata.normalize("NFKC", text).lower() if ch.isalnum())
+    t = "".join(ch for ch in normalize(text).lower() if ch.isalnum())
     return {t[i : i + 2] for i in range(len(t) - 1)}
 
 
@@ -303,8 +304,12 @@ def extract(
     # best lines of the first passage that has any come first; then every line sharing a
     # question term, by its score damped by its passage's rank. Headings and title lines
     # are not answers on their own: they come in as the heading of a picked line, or last.
+    # A passage is headed by its page's title, so the top one may score by the title alone
+    # (a Q&A page whose question is the patient's) with no line of its own sharing a
+    # term: the other passages of that page are looked at before any other page's.
     first: list[Pick] = []
-    for passage in passages:
+    top_page = passages[0].page.url if passages else None
+    for passage in sorted(passages, key=lambda p: p.page.url != top_page):
         in_passage = sorted(
             (by_key[k] for n in passage.lines if (k := (passage.page.url, passage.page.version, n)) in by_key),
             key=lambda sl: (-sl.score, sl.order),

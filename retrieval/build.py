@@ -8,7 +8,6 @@ import operator
 import os
 import sys
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -23,7 +22,7 @@ from guiderag.store import PageVersion
 from guiderag.store import structure
 from guiderag.store.structure import line_contexts
 
-from .analyzer import Analyzer, char_bigrams
+from .analyzer import Analyzer, char_bigrams, normalize
 from .answer_kinds import gives_mask, unit_mask
 from .lines import LineParts, flat_text
 
@@ -178,7 +177,6 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     span_counts: list[int] = []
     analysis = w.analyzer.page_analysis
     seen_texts = w.texts
-    nfkc = unicodedata.normalize
     titles: list[int] = []  # each page's title's text number
     for title, lines in jobs:
         base = len(t_ends)  # the title's text number; line k is text base + k
@@ -186,7 +184,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         for text in (title, *lines):
             done = seen_texts.get(text)
             if done is None:
-                normal = nfkc("NFKC", text)
+                normal = normalize(text)
                 a, framed = analysis(normal)
                 done = (list(map(_TEXT, a.terms)), char_bigrams(a.spans),
                         None if framed is None else list(dict.fromkeys(framed)),

@@ -37,7 +37,10 @@ ASKERS = frozenset({
     "内", "父", "母", "妻", "夫", "主人", "家内", "息子", "娘", "両親", "祖父", "祖母", "親父", "お袋",
 })
 
-FRAMING_WORDS: frozenset[str] = FEELINGS | REQUESTS | QUESTION_WORDS | ASKERS
+# Discourse markers MeCab reads as nouns: ちなみに (因み), そもそも (抑), 実は (実).
+DISCOURSE = frozenset({"因み", "抑", "実"})
+
+FRAMING_WORDS: frozenset[str] = FEELINGS | REQUESTS | QUESTION_WORDS | ASKERS | DISCOURSE
 
 # Words that name the KIND of answer asked for, not its topic: 「AとBの違いは」「方法は」
 # 「どうやって決まるの」「時期は」. Unlike the framing words above they stay terms (an answer

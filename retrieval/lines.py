@@ -21,7 +21,6 @@ import functools
 import hashlib
 import re
 import threading
-import unicodedata
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
@@ -32,6 +31,7 @@ from guiderag.store import PageVersion, structure
 from guiderag.store.structure import HEADING_MAX_CHARS
 
 from . import answer_kinds, framing
+from .analyzer import normalize
 
 # Bumped when what is stored for a line changes (the index fingerprint holds it).
 LINES_VERSION = "3"  # 2: the titles' index terms, the odds bit; 3: the units of figures
@@ -47,7 +47,7 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 def flat_text(text: str, *, normalized: bool = False) -> str:
     """The letters and digits of a line, NFKC and lower-case: its character bigrams are
     the pairs of neighbours (`normalized`: the text is NFKC already)."""
-    return _NOT_ALNUM.sub("", (text if normalized else unicodedata.normalize("NFKC", text)).lower())
+    return _NOT_ALNUM.sub("", (text if normalized else normalize(text)).lower())
 
 
 def rules_fingerprint() -> str:
@@ -145,7 +145,7 @@ class ComputedLines(LineAnalyses):
     def __init__(self, analyze: Callable[[str], Sequence[str]], heading_max_chars: int = HEADING_MAX_CHARS) -> None:
         self.heading_max_chars = heading_max_chars
         self._terms = functools.lru_cache(maxsize=COMPUTED_CACHE)(
-            lambda text: frozenset(analyze(unicodedata.normalize("NFKC", text))))
+            lambda text: frozenset(analyze(normalize(text))))
 
     def terms(self, page: PageVersion, number: int) -> frozenset[str]:
         return self._terms(page.title if number == 0 else page.line(number))

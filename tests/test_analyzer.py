@@ -211,3 +211,42 @@ def test_synonym_replacement_matches_a_token_by_token_scan():
         tokens = tokenize("".join(rng.choice(words) for _ in range(rng.randint(1, 10))))
         assert table.apply(tokens) == _apply_token_by_token(table, tokens)
     assert [t.form for t in table.apply(tokenize("放射線治療と抗がん剤治療"))][::2] == ["放射線治療", "薬物療法"]
+
+
+@pytest.mark.parametrize("written, typed", [
+    ("ステージⅣ", "ステージ4"), ("ステージIV", "ステージ４"), ("Ⅲ期", "3期"), ("第Ⅱ相試験", "第2相試験"),
+    ("ステージⅢA", "ステージ3A"), ("Stage IV", "Stage 4"), ("ステージⅡ・Ⅲ", "ステージ2・3"),
+    ("ステージ0からⅠ", "ステージ0から1"),
+])
+def test_stage_numerals_read_as_the_digits_patients_type(written, typed):
+    from guiderag.retrieval.analyzer import normalize
+
+    assert normalize(written) == normalize(typed)
+    assert analyze(written) == analyze(typed)
+
+
+def test_roman_letters_elsewhere_are_left_alone():
+    from guiderag.retrieval.analyzer import normalize
+
+    # IV is also intravenous; a vitamin B is no stage
+    for text in ("IV投与", "ビタミンB", "CTCAE v5", "VI", "PD-L1"):
+        assert normalize(text) == text
+
+
+@pytest.mark.parametrize("kanji, digits", [
+    ("1日一回", "1日1回"), ("二週間後", "2週間後"), ("三十分ほど", "30分ほど"), ("二十五歳", "25歳"),
+    ("五十代", "50代"), ("十二日", "12日"),
+])
+def test_counts_in_kanji_before_a_counter_read_as_digits(kanji, digits):
+    from guiderag.retrieval.analyzer import normalize
+
+    assert normalize(kanji) == digits
+    assert analyze(kanji) == analyze(digits)
+
+
+def test_kanji_numerals_that_are_words_stay_words():
+    from guiderag.retrieval.analyzer import normalize
+
+    # 十分 (enough), 一部, 一般, 統一, 一時的: no counts
+    for text in ("十分に休む", "一部の患者", "一般的な", "統一", "一時的に", "百回"):
+        assert normalize(text) == text

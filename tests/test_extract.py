@@ -117,3 +117,26 @@ def test_every_answer_line_is_a_verbatim_stored_line(tmp_path_factory, words, bu
                 assert stored[(sp.url, n)] == line
         assert len(text) <= budget or "\n" not in text
         _assert_traceable(store, text, shown)
+
+
+def test_a_top_passage_found_by_its_title_alone_keeps_the_answer_on_its_page(tmp_path):
+    # The top passage scored by its page's title (its own lines share no question term):
+    # the answer comes from that page's other passages, not from the next page's.
+    pages = {
+        "http://guide.test/q1.html": ("Q1 胃がんとはどのような病気ですか？", "Q1 胃がんとはどのような病気ですか？", "胃のしくみ",
+                                       "胃がんは、胃の粘膜の細胞ががん化して発生する病気です。",
+                                       "関連するQ&A", "このサイトは架空のデモです。"),
+        "http://guide.test/q5.html": ("Q5 胃がんの症状", "Q5 胃がんの症状", "症状だけでは、胃がんかほかの病気かを判断できません。"),
+    }
+    with make_store(tmp_path / "g.db", pages) as store:
+        got = _pages(store)
+        q1, q5 = got["q1.html"], got["q5.html"]
+        refs = [passage(q1, [4, 5], score=0.6), passage(q5, [2], score=0.59), passage(q1, [2, 3], score=0.5)]
+        text, shown = extract("胃がんってどんな病気？", [], refs, 120, analyze)
+        lines = text.split("\n")
+        assert lines[0] == "Q1 胃がんとはどのような病気ですか？"
+        assert "胃がんは、胃の粘膜の細胞ががん化して発生する病気です。" in lines
+        assert lines.index("胃がんは、胃の粘膜の細胞ががん化して発生する病気です。") < (
+            lines.index("症状だけでは、胃がんかほかの病気かを判断できません。")
+            if "症状だけでは、胃がんかほかの病気かを判断できません。" in lines else len(lines))
+        _assert_traceable(store, text, shown)

@@ -28,6 +28,9 @@ def test_framing_words_are_dropped_from_questions_but_kept_in_the_index() -> Non
     # feelings, requests, question words, who is asking: none of them is a term
     for framing in ("不安です", "気になります", "知りたいです", "いつ頃ですか", "うちの父が", "妻が"):
         assert a.query_terms("副作用が" + framing) == a.query_terms("副作用"), framing
+    # discourse markers MeCab reads as nouns: ちなみに, そもそも, 実は
+    for marker in ("ちなみに", "そもそも", "実は"):
+        assert a.query_terms(marker + "副作用は") == a.query_terms("副作用は"), marker
 
 
 def test_a_framing_word_inside_a_compound_stays() -> None:
