@@ -49,6 +49,9 @@ PHRASE_GAP = 3
 
 PATIENT, SUDACHI = "patient table", "sudachi synonyms"
 
+# Particles inside a dictionary word that make it a phrase of several MeCab words (次の日).
+_PHRASE_PARTICLES = ("の", "が", "を", "に", "と", "で", "へ")
+
 
 @dataclass(frozen=True)
 class Expansion:
@@ -100,14 +103,19 @@ class PatientTable:
     starts: dict[str, list[tuple[tuple[str, ...], tuple[str, ...], str]]] = field(default_factory=dict)
     digest: str = "empty"
     entries: int = 0
+    # how many tokens may stand between two words of an expression; exact: every token of
+    # the expression, particles included, in a row (a dictionary's phrase 次の日 is no
+    # match for 次の診察日)
+    gap: int = PHRASE_GAP
+    exact: bool = False
 
     @classmethod
     def from_rows(cls, rows: Sequence[tuple[str, Sequence[str]]], tokens_of: Callable[[str], list[Token]],
-                  digest: str = "") -> "PatientTable":
+                  digest: str = "", *, exact: bool = False) -> "PatientTable":
         table = cls(digest=digest or "rows:" + hashlib.sha256(repr(rows).encode()).hexdigest()[:16],
-                    entries=len(rows))
+                    entries=len(rows), gap=0 if exact else PHRASE_GAP, exact=exact)
         for expression, targets in rows:
-            forms = tuple(t.form for t in tokens_of(expression) if is_content(t))
+            forms = tuple(t.form for t in tokens_of(expression) if exact or is_content(t))
             if not forms:
                 continue
             table.starts.setdefault(forms[0], []).append(
@@ -130,19 +138,20 @@ class PatientTable:
         out: list[PhraseMatch] = []
         for i, tok in enumerate(tokens):
             for forms, targets, expression in self.starts.get(tok.form, ()):
-                positions = _match_from(tokens, i, forms)
+                positions = _match_from(tokens, i, forms, self.gap)
                 if positions is not None:
                     out.append(PhraseMatch(positions, targets, expression))
                     break
         return out
 
 
-def _match_from(tokens: Sequence[Token], start: int, forms: tuple[str, ...]) -> tuple[int, ...] | None:
+def _match_from(tokens: Sequence[Token], start: int, forms: tuple[str, ...],
+                gap: int = PHRASE_GAP) -> tuple[int, ...] | None:
     positions = [start]
     j = start
     for form in forms[1:]:
         found = None
-        for k in range(j + 1, min(len(tokens), j + 2 + PHRASE_GAP)):
+        for k in range(j + 1, min(len(tokens), j + 2 + gap)):
             if tokens[k].form == form:
                 found = k
                 break
@@ -189,6 +198,7 @@ class SudachiSynonyms:
 
     def __init__(self, groups: dict[str, list[tuple[str, int]]]) -> None:
         self._groups = groups
+        self._phrases: dict[str, PatientTable] = {}
         self._by_word: dict[str, list[str]] = {}
         for gid, members in groups.items():
             for word, flag in members:
@@ -220,6 +230,27 @@ class SudachiSynonyms:
 
     def __len__(self) -> int:
         return len(self._groups)
+
+    def phrase_rows(self) -> list[tuple[str, list[str]]]:
+        """(phrase, its synonyms) for every trigger word written with a particle (次の日,
+        手のひら): MeCab reads it as several words the corpus may know one by one, so it is
+        matched as a phrase, not looked up as an unknown word."""
+        rows = []
+        for word, gids in self._by_word.items():
+            if len(word) >= 3 and any(p in word[1:-1] for p in _PHRASE_PARTICLES):
+                rows.append((word, self.synonyms(word)))
+        return [r for r in rows if r[1]]
+
+    def phrase_table(self, tokens_of: Callable[[str], list[Token]], key: str) -> PatientTable:
+        """The phrases of phrase_rows as an exact phrase table, made once per `key` (the
+        analyzer's fingerprint)."""
+        with _SUDACHI_LOCK:
+            table = self._phrases.get(key)
+            if table is None:
+                # a phrase MeCab reads as one word (ちがい -> 違い) is a word: looked up as one
+                rows = [r for r in self.phrase_rows() if len(tokens_of(r[0])) >= 2]
+                table = self._phrases[key] = PatientTable.from_rows(rows, tokens_of, "sudachi-phrases", exact=True)
+            return table
 
 
 _SUDACHI: dict[Path, SudachiSynonyms] = {}

@@ -338,6 +338,34 @@ class QueryBuilder:
                                                 tuple(x.term for x in covered)))
         if self.sudachi is not None and s.synonym_dict_weight > 0:
             self._sudachi(tokens, slots, expansions)
+            self._sudachi_phrases(tokens, slots, expansions)
+
+    def _sudachi_phrases(self, tokens: Sequence[Token], slots: dict[str, Slot], expansions: list[Expansion]) -> None:
+        """Sudachi's words written as phrases (次の日 -> 翌日), matched token for token: a
+        corpus word of their groups becomes an alternative of the question's terms the
+        phrase covers, at synonym_dict_weight, whether or not the corpus knows those terms
+        one by one (it knows 次 and 日, not that they say 翌日)."""
+        sudachi = self.sudachi
+        if sudachi is None:
+            return
+        lam = self.config.synonym_dict_weight
+        table = sudachi.phrase_table(tokenize, self.analyzer.fingerprint())
+        for match in table.matches(tokens):
+            lo, hi = match.positions[0], match.positions[-1] + 1
+            source = "".join(t.surface for t in tokens[lo:hi])
+            surfaces = {tokens[i].surface for i in range(lo, hi) if is_content(tokens[i])}
+            covered = [x for x in slots.values() if x.surface and (x.surface in surfaces or x.surface == source)]
+            if not covered:
+                continue
+            own = {t.form for t in tokens[lo:hi]} | {source}
+            for other in match.targets:
+                target = self.target_term(other, complete=False)
+                if target is None or target in own:
+                    continue
+                for x in covered:
+                    if target != x.term and x.alternatives.get(target, 0.0) < lam:
+                        x.alternatives[target] = lam
+                _note(expansions, Expansion(source, target, lam, SUDACHI, tuple(x.term for x in covered)))
 
     def _target_words(self, target_word: str, source: str, covered: list[Slot], slots: dict[str, Slot],
                       expansions: list[Expansion]) -> None:

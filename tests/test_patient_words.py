@@ -244,3 +244,34 @@ def test_the_line_giving_the_kind_of_answer_asked_for_comes_first(tmp_path: Path
     with Chatbot(BotConfig.of(s)) as bot:
         off = bot.ask(question)
     assert "10日程度" not in off.answer
+
+
+PHRASE_PAGES = {
+    "http://guide.test/walk.html": (
+        "手術のあとの経過",
+        "手術翌日の過ごし方",
+        "手術翌日からベッドを離れ、看護師と一緒に歩き始めます。",
+    ),
+    "http://guide.test/visit.html": (
+        "通院の予定",
+        "診察の予定",
+        "次回の診察日は、退院のときに担当医が決めます。",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def phrase_settings(tmp_path_factory: pytest.TempPathFactory):
+    return indexed_settings(Path(tmp_path_factory.mktemp("sudachi-phrases")), PHRASE_PAGES)
+
+
+def test_a_dictionary_phrase_reaches_its_synonym_token_for_token(phrase_settings) -> None:
+    # Sudachi's 次の日 is three MeCab words the guideline knows one by one (次, 日); it says 翌日
+    governed, first, expansions = _top(phrase_settings, "手術の次の日から歩くの？")
+    assert any(e["origin"] == SUDACHI and e["source"] == "次の日" and e["target"] == "翌日" for e in expansions), expansions
+    assert first.endswith("walk.html")
+    _, _, off = _top(phrase_settings, "手術の次の日から歩くの？", synonym_dict_weight=0.0)
+    assert not any(e["origin"] == SUDACHI for e in off)
+    # the phrase only as written: 次の診察日 is no 次の日
+    _, _, other = _top(phrase_settings, "次の診察日はいつ決まるの？")
+    assert not any(e["target"] == "翌日" for e in other), other
