@@ -134,15 +134,28 @@ class PatientTable:
             mine.sort(key=lambda e: -len(e[0]))
 
     def matches(self, tokens: Sequence[Token]) -> list[PhraseMatch]:
-        """Every expression found in the tokens (longest first at each start)."""
+        """Every expression found in the tokens (longest first at each start), but not one
+        said as what is NOT done (お腹を切らずに, 胸を取らないで: the other treatment)."""
         out: list[PhraseMatch] = []
         for i, tok in enumerate(tokens):
             for forms, targets, expression in self.starts.get(tok.form, ()):
                 positions = _match_from(tokens, i, forms, self.gap)
-                if positions is not None:
+                if positions is not None and not _without(tokens, positions[-1] + 1):
                     out.append(PhraseMatch(positions, targets, expression))
                     break
         return out
+
+
+def _without(tokens: Sequence[Token], at: int) -> bool:
+    """Tokens from `at` say "without doing it": 〜ず(に), 〜ないで, 〜なくて. (A plain 〜ない
+    stays a match: 髪が抜けないようにするには still asks about 脱毛.)"""
+    if at >= len(tokens):
+        return False
+    form = tokens[at].form
+    if form == "ず":
+        return True
+    following = tokens[at + 1].form if at + 1 < len(tokens) else ""
+    return (form == "ない" and following == "で") or (form == "なく" and following == "て")
 
 
 def _match_from(tokens: Sequence[Token], start: int, forms: tuple[str, ...],

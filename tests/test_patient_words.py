@@ -275,3 +275,15 @@ def test_a_dictionary_phrase_reaches_its_synonym_token_for_token(phrase_settings
     # the phrase only as written: 次の診察日 is no 次の日
     _, _, other = _top(phrase_settings, "次の診察日はいつ決まるの？")
     assert not any(e["target"] == "翌日" for e in other), other
+
+
+def test_a_lay_expression_said_as_not_done_reaches_nothing() -> None:
+    # お腹を切らずに: "without open surgery" asks for the other treatment, never 開腹手術
+    table = PatientTable.from_rows([("お腹を切る", ["開腹手術"]), ("髪が抜ける", ["脱毛"])], tokenize)
+    def targets(text):
+        return [t for m in table.matches(tokenize(text)) for t in m.targets]
+    assert targets("お腹を切る手術ですか") == ["開腹手術"]
+    for without in ("お腹を切らずに治せますか", "お腹を切らないで済む方法は", "お腹を切らなくてもいいですか"):
+        assert targets(without) == [], without
+    # a plain negation still asks about the thing itself
+    assert targets("髪が抜けないようにするには") == ["脱毛"]
