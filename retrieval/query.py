@@ -357,15 +357,8 @@ class QueryBuilder:
             covered = [x for x in slots.values() if x.surface and (x.surface in surfaces or x.surface == source)]
             if not covered:
                 continue
-            own = {t.form for t in tokens[lo:hi]} | {source}
-            for other in match.targets:
-                target = self.target_term(other, complete=False)
-                if target is None or target in own:
-                    continue
-                for x in covered:
-                    if target != x.term and x.alternatives.get(target, 0.0) < lam:
-                        x.alternatives[target] = lam
-                _note(expansions, Expansion(source, target, lam, SUDACHI, tuple(x.term for x in covered)))
+            self._synonyms_of(source, match.targets, {t.form for t in tokens[lo:hi]} | {source}, covered, lam,
+                              expansions)
 
     def _target_words(self, target_word: str, source: str, covered: list[Slot], slots: dict[str, Slot],
                       expansions: list[Expansion]) -> None:
@@ -426,15 +419,20 @@ class QueryBuilder:
                 holders = [x for x in unknown if x.surface in whole or x.term == surface]
                 if not holders:
                     continue
-                own = {surface, "".join(t.form for t in span)}
-                for other in words:
-                    target = self.target_term(other, complete=False)
-                    if target is None or target in own:
-                        continue
-                    for x in holders:
-                        if target != x.term and x.alternatives.get(target, 0.0) < lam:
-                            x.alternatives[target] = lam
-                            _note(expansions, Expansion(surface, target, lam, SUDACHI, (x.term,)))
+                self._synonyms_of(surface, words, {surface, "".join(t.form for t in span)}, holders, lam, expansions)
+
+    def _synonyms_of(self, source: str, words: Sequence[str], own: set[str], holders: Sequence[Slot], lam: float,
+                     expansions: list[Expansion]) -> None:
+        """The corpus words among Sudachi's `words` for `source` (not its own forms) become
+        alternatives of the slots holding it, at `lam`."""
+        for other in words:
+            target = self.target_term(other, complete=False)
+            if target is None or target in own:
+                continue
+            for x in holders:
+                if target != x.term and x.alternatives.get(target, 0.0) < lam:
+                    x.alternatives[target] = lam
+                    _note(expansions, Expansion(source, target, lam, SUDACHI, (x.term,)))
 
 
 def _note(expansions: list[Expansion], e: Expansion) -> None:
