@@ -113,6 +113,16 @@ def scraped_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.fixture()
+def sample_db(scraped_sample: Path, tmp_path: Path, no_settings_env, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the scraped sample store of this test's own, in a clean environment
+    without progress bars (for CLI runs that read or change it)."""
+    from storekit import copy_store
+
+    monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
+    return copy_store(scraped_sample, tmp_path / "guide.db")
+
+
 @pytest.fixture(scope="session")
 def local_model(tmp_path_factory: pytest.TempPathFactory):
     """The real local model (llama.cpp's server with Gemma 3 270M, tests/local_model.py) on

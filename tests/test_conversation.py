@@ -17,7 +17,6 @@ from guiderag.chatbot.conversation import (
 from guiderag.cli import main
 from guiderag.errors import InputError
 from guiderag.settings import DEFAULT_REFUSAL, Settings
-from storekit import copy_store
 
 BRONCHOSCOPY = "気管支鏡の検査ってどんなことをするんですか？"
 HOW_LONG = "時間はどのくらいかかるの？"
@@ -31,9 +30,8 @@ SURGERY = "肺がんの手術って、どんな方法があるんですか？"
 
 
 @pytest.fixture()
-def db(scraped_sample: Path, tmp_path: Path, no_settings_env, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
-    return copy_store(scraped_sample, tmp_path / "guide.db")
+def db(sample_db: Path) -> Path:
+    return sample_db
 
 
 def ask(capsys, db: Path, question: str, *history: str) -> dict:

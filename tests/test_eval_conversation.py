@@ -16,7 +16,6 @@ from guiderag.cli import main
 from guiderag.eval.workbook import read_questions, read_results
 from guiderag.settings import Settings
 from openai_stub import OpenAIStub
-from storekit import copy_store
 
 BRONCHOSCOPY = "気管支鏡の検査ってどんなことをするんですか？"
 HOW_LONG = "時間はどのくらいかかるの？"
@@ -25,9 +24,8 @@ Q06 = "guide/ch2/q06.html"
 
 
 @pytest.fixture()
-def db(scraped_sample: Path, tmp_path: Path, no_settings_env, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GUIDERAG_PROGRESS", "0")
-    return copy_store(scraped_sample, tmp_path / "guide.db")
+def db(sample_db: Path) -> Path:
+    return sample_db
 
 
 def workbook(path: Path, rows: list[list], header: list[str]) -> Path:
