@@ -27,7 +27,7 @@ from guiderag.errors import InputError
 from guiderag.resources import conversation_set, shared_bench_dir
 
 from .workbook import IN_SCOPE, OUT_OF_SCOPE, Question
-from .workdir import fresh_store, workdir_for
+from .workdir import scrape_into, workdir_for
 
 SUITE_DIR = "conversation-gastric"
 IN_CATEGORIES = ("opening", "follow_up", "topic_switch")
@@ -191,8 +191,7 @@ def run_set(settings: Any, cset: ConversationSet, *, workdir: Path | None = None
     alone, and score both by category."""
     import dataclasses
 
-    from guiderag import retrieval, scraper
-    from guiderag.scraper.sample import serve_directory
+    from guiderag import retrieval
 
     from .runner import run_questions
 
@@ -202,21 +201,14 @@ def run_set(settings: Any, cset: ConversationSet, *, workdir: Path | None = None
         keep = sorted({t.question.conversation or "" for t in turns})[: max(1, limit)]
         turns = [t for t in turns if t.question.conversation in keep]
     with workdir_for(workdir, "guiderag-conversation-") as (work, keep_files):
-        book = work / f"{cset.name}-urls.xlsx"
-        base = settings.replace(db=work / f"{cset.name}.db", delay_s=0.0, urls_xlsx=book, progress=False)
-        fresh_store(base)
-        if book.exists():
-            book.unlink()  # an earlier run's workbook would be read as hand edits
         site, toc = cset.site, cset.toc
         if cset.build is not None:
             site = work / f"{cset.name}-site"
             toc = cset.build(site)
         assert site is not None
-        with serve_directory(site) as root:
-            report = scraper.scrape_site(base.scraper, base.storage, root + toc)
+        base, (report,) = scrape_into(settings, work, cset.name, site, toc)
         stored = len(report.summary.added)
         log(f"devbench conversation {cset.name}: {len(turns)} turns; the scraper stored {stored} pages")
-        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         retriever = retrieval.load_retriever(base.retrieval, base.storage, progress=base.progress_reporter)
         questions = [t.question for t in turns]
         runs = {}

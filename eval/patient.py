@@ -25,7 +25,7 @@ from guiderag.errors import InputError
 from guiderag.resources import shared_bench_dir
 
 from .workbook import IN_SCOPE, OUT_OF_SCOPE, Question
-from .workdir import fresh_store, workdir_for
+from .workdir import scrape_into, workdir_for
 
 SUITE_DIR = "patient-gastric"
 IN_CATEGORIES = ("lay", "mixed", "formal")
@@ -297,8 +297,7 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
     """Serve, scrape, ask, score: the patient suite's report (see the module docstring)."""
     import sys
 
-    from guiderag import retrieval, scraper
-    from guiderag.scraper.sample import serve_directory
+    from guiderag import retrieval
 
     from .runner import run_questions
 
@@ -306,16 +305,9 @@ def run_patient_suite(settings: Any, *, bench_dir: Path | None = None, workdir: 
     path = suite_dir(bench_dir)
     questions = spread(load_questions(path), limit)
     with workdir_for(workdir, "guiderag-patient-") as (work, keep):
-        book = work / "patient-urls.xlsx"
-        base = settings.replace(db=work / "patient.db", delay_s=0.0, urls_xlsx=book, progress=False)
-        fresh_store(base)
-        if book.exists():
-            book.unlink()  # an earlier run's workbook would be read as hand edits
-        with serve_directory(path / "site") as root:
-            report = scraper.scrape_site(base.scraper, base.storage, root + "gb/index.html")
+        base, (report,) = scrape_into(settings, work, "patient", path / "site", "gb/index.html")
         stored = len(report.summary.added)
         log(f"devbench patient: {len(questions)} questions; the scraper stored {stored} pages")
-        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = open_run(base)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-patient.xlsx" if keep else None,

@@ -30,7 +30,7 @@ from guiderag.resources import shared_bench_dir
 from . import metrics
 from .patient import (CURVE_RUN_GATE, IN_CATEGORIES, OUT_CATEGORIES, SuiteReport, apply_gate, load_questions,
                       spread, suite_report)
-from .workdir import fresh_store, workdir_for
+from .workdir import scrape_into, workdir_for
 
 SUITE_DIR = "pdf-gastric"
 TOC_PATH = "gb/index.html"
@@ -141,8 +141,7 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
                   workdir: Path | None = None, limit: int | None = None, log: Any = None) -> PdfSuiteReport:
     """Serve, scrape (twice), ask, score: see the module docstring. `html` is the HTML
     edition's report on the same questions (eval.patient), printed beside."""
-    from guiderag import retrieval, scraper
-    from guiderag.scraper.sample import serve_directory
+    from guiderag import retrieval
     from guiderag.store import Store
 
     from .runner import run_questions
@@ -153,14 +152,7 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
     questions = spread(load_questions(path), limit)
     gold_pages = _gold_pages(path)
     with workdir_for(workdir, "guiderag-pdf-") as (work, keep):
-        book = work / "pdf-urls.xlsx"
-        base = settings.replace(db=work / "pdf.db", delay_s=0.0, urls_xlsx=book, progress=False)
-        fresh_store(base)
-        if book.exists():
-            book.unlink()  # an earlier run's workbook would be read as hand edits
-        with serve_directory(path / "site") as root:
-            first = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
-            again = scraper.scrape_site(base.scraper, base.storage, root + TOC_PATH)
+        base, (first, again) = scrape_into(settings, work, "pdf", path / "site", TOC_PATH, times=2)
         with Store(base.storage.db, create=False) as store:
             stored = store.current_pages()
         got = {urlsplit(p.url).path.lstrip("/") for p in stored}
@@ -185,7 +177,6 @@ def run_pdf_suite(settings: Any, *, bench_dir: Path | None = None, html: SuiteRe
         rescrape = {"versions changed": counts["added"] + counts["changed"] + counts["removed"],
                     "unchanged": counts["unchanged"], "failed": counts["failed"]}
         log(f"devbench pdf: {len(questions)} questions; the scraper stored {len(stored)} documents")
-        retrieval.build_index(base.retrieval, base.storage, progress=base.progress_reporter)
         run = base.replace(min_line_coverage=CURVE_RUN_GATE)
         outcome = run_questions(run, [p.question for p in questions],
                                 work / "results-pdf.xlsx" if keep else None,
