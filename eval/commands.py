@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from guiderag.errors import InputError
 from guiderag.settings import Settings
@@ -102,6 +102,32 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     out: dict[str, Any] = {}
     texts: list[str] = []
+    skips: list[str] = []
+
+    def folder(name: str, find: Callable[[], Any]) -> Any:
+        """The benchmark folder of a suite; missing: the error when the suite was asked for
+        by name, else a note that it was skipped (and None)."""
+        try:
+            return find()
+        except InputError as exc:
+            if suite == name:
+                raise
+            if suite == "all":
+                out[name] = {"skipped": str(exc)}
+            skips.append(f"{name} suite skipped: {exc}")
+            return None
+
+    # every suite's benchmark folder first: one asked for by name and missing fails at once
+    from .conversation import gastric_set
+    from .patient import suite_dir
+    from .pdfsuite import suite_dir as pdf_dir
+
+    patient_found = folder("patient", lambda: suite_dir(getattr(args, "patient_dir", None))) \
+        if suite in ("patient", "pdf", "all") else None
+    pdf_found = folder("pdf", lambda: pdf_dir(getattr(args, "pdf_dir", None))) if suite in ("pdf", "all") else None
+    conversations_found = folder("conversation", lambda: gastric_set(getattr(args, "conversation_dir", None),
+                                                                     getattr(args, "patient_dir", None))) \
+        if suite in ("conversation", "all") else None
     if suite in ("jsquad", "all"):
         from .devbench import run_devbench as bench
 
@@ -117,37 +143,22 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
         texts.append(report.table())
     patient = None
     if suite in ("patient", "pdf", "all"):
-        from .patient import run_patient_suite, suite_dir
+        from .patient import run_patient_suite
 
-        try:
-            folder = suite_dir(getattr(args, "patient_dir", None))
-        except InputError as exc:
-            if suite == "patient":
-                raise
-            if suite == "all":
-                out["patient"] = {"skipped": str(exc)}
-            texts.append(f"patient suite skipped: {exc}")
-        else:
+        if patient_found is not None:
             patient = run_patient_suite(
-                settings, bench_dir=folder, limit=args.limit,
+                settings, bench_dir=patient_found, limit=args.limit,
                 workdir=workdir / "patient" if workdir is not None and suite != "patient" else workdir,
             )
             if suite != "pdf":
                 out["patient"] = patient.to_json()
                 texts.append(patient.text())
     if suite in ("pdf", "all"):
-        from .pdfsuite import run_pdf_suite, suite_dir as pdf_dir
+        from .pdfsuite import run_pdf_suite
 
-        try:
-            pdf_folder = pdf_dir(getattr(args, "pdf_dir", None))
-        except InputError as exc:
-            if suite == "pdf":
-                raise
-            out["pdf"] = {"skipped": str(exc)}
-            texts.append(f"pdf suite skipped: {exc}")
-        else:
+        if pdf_found is not None:
             pdf = run_pdf_suite(
-                settings, bench_dir=pdf_folder, html=patient, limit=args.limit,
+                settings, bench_dir=pdf_found, html=patient, limit=args.limit,
                 workdir=workdir / "pdf" if workdir is not None and suite == "all" else workdir,
             )
             out["pdf"] = pdf.to_json()
@@ -155,20 +166,15 @@ def run_devbench(args: argparse.Namespace, settings: Settings) -> int:
     if suite in ("conversation", "all"):
         from .conversation import run_conversation_suite
 
-        try:
+        if conversations_found is not None:
             conversations = run_conversation_suite(
                 settings, bench_dir=getattr(args, "conversation_dir", None),
                 patient_dir=getattr(args, "patient_dir", None), limit=args.limit,
                 workdir=workdir / "conversation" if workdir is not None and suite == "all" else workdir,
             )
-        except InputError as exc:
-            if suite == "conversation":
-                raise
-            out["conversation"] = {"skipped": str(exc)}
-            texts.append(f"conversation suite skipped: {exc}")
-        else:
             out["conversation"] = conversations.to_json()
             texts.append(conversations.text())
+    texts.extend(skips)
     if getattr(args, "json", False):
         # all: the JSQuAD report's fields as before, the other suites' under their names
         _print_json({**out["jsquad"], "patient": out["patient"], "pdf": out["pdf"],

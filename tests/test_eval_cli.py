@@ -105,3 +105,11 @@ def test_model_mode_without_a_model_exits_2_and_writes_nothing(sample_db: Path, 
     assert main(["eval", str(q), "--out", str(out), "--mode", "lines", "--db", str(sample_db), "--no-progress"]) == 2
     assert "needs a language model" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_devbench_checks_every_suites_folder_before_running_any(tmp_path: Path, capsys, no_settings_env) -> None:
+    missing = tmp_path / "nowhere"
+    # asked for by name: the error at once, nothing run (the patient suite would run first)
+    assert main(["devbench", "--suite", "pdf", "--pdf-dir", str(missing), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"no PDF benchmark at {missing}" in err and "devbench patient" not in err
