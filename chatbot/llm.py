@@ -18,14 +18,15 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
-
-import openai
-from openai.types.chat import ChatCompletionMessageParam
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from guiderag.errors import ModelBusyError, ModelError, ModelNotConfiguredError
 from guiderag.redact import redact, redact_url
 from guiderag.scopes import ModelConfig
+
+if TYPE_CHECKING:  # imported when a model is first called: `import openai` costs about a second
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
 
 ROLES = ("keywords", "answer")
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the client insists on one.
@@ -102,6 +103,8 @@ class LLMClient:
     @property
     def client(self) -> openai.OpenAI:
         if self._client is None:
+            import openai
+
             s = self.config
             try:
                 self._client = openai.OpenAI(
@@ -208,6 +211,8 @@ class LLMClient:
     @contextlib.contextmanager
     def _errors(self, where: str) -> Iterator[None]:
         """Every failure of a call as a ModelError saying what to check."""
+        import openai
+
         s = self.config
         try:
             yield
