@@ -22,7 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from guiderag.retrieval.analyzer import normalize
+from guiderag.retrieval.normalize import normalize
 from guiderag.retrieval.answer_kinds import mask
 from guiderag.retrieval.lines import ComputedLines, LineAnalyses
 from guiderag.retrieval.result import Passage

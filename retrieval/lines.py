@@ -31,7 +31,7 @@ from guiderag.store import PageVersion, structure
 from guiderag.store.structure import HEADING_MAX_CHARS
 
 from . import answer_kinds, framing
-from .analyzer import normalize
+from .normalize import normalize
 
 # Bumped when what is stored for a line changes (the index fingerprint holds it).
 LINES_VERSION = "3"  # 2: the titles' index terms, the odds bit; 3: the units of figures

@@ -219,14 +219,14 @@ def test_synonym_replacement_matches_a_token_by_token_scan():
     ("ステージ0からⅠ", "ステージ0から1"),
 ])
 def test_stage_numerals_read_as_the_digits_patients_type(written, typed):
-    from guiderag.retrieval.analyzer import normalize
+    from guiderag.retrieval.normalize import normalize
 
     assert normalize(written) == normalize(typed)
     assert analyze(written) == analyze(typed)
 
 
 def test_roman_letters_elsewhere_are_left_alone():
-    from guiderag.retrieval.analyzer import normalize
+    from guiderag.retrieval.normalize import normalize
 
     # IV is also intravenous; a vitamin B is no stage
     for text in ("IV投与", "ビタミンB", "CTCAE v5", "VI", "PD-L1"):
@@ -238,14 +238,14 @@ def test_roman_letters_elsewhere_are_left_alone():
     ("五十代", "50代"), ("十二日", "12日"),
 ])
 def test_counts_in_kanji_before_a_counter_read_as_digits(kanji, digits):
-    from guiderag.retrieval.analyzer import normalize
+    from guiderag.retrieval.normalize import normalize
 
     assert normalize(kanji) == digits
     assert analyze(kanji) == analyze(digits)
 
 
 def test_kanji_numerals_that_are_words_stay_words():
-    from guiderag.retrieval.analyzer import normalize
+    from guiderag.retrieval.normalize import normalize
 
     # 十分 (enough), 一部, 一般, 統一, 一時的: no counts
     for text in ("十分に休む", "一部の患者", "一般的な", "統一", "一時的に", "百回"):
