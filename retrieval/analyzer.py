@@ -109,6 +109,20 @@ def _line_tagger() -> MeCab.Tagger:
     return _LINE_TAGGER
 
 
+def reading(text: str) -> str:
+    """The katakana reading of NFKC `text`, word by word (UniDic's lemma reading, lForm: the
+    reading of 症候群 is ショウコウグン); a word without one (unknown) counts as written."""
+    with _TAGGER_LOCK:
+        out = tagger().parse(normalize(text))
+    parts = []
+    for line in out.split("\n"):
+        if not line or line == "EOS":
+            continue
+        cols = line.split("\t")
+        parts.append(cols[2] if len(cols) > 2 and cols[2] else cols[0])
+    return "".join(parts)
+
+
 def _lemma(feature: list[str], surface: str) -> str:
     if len(feature) <= 7:
         return surface  # unknown word: 6 fields, no lemma

@@ -48,6 +48,8 @@ SUDACHI_FILE = "synonyms.txt"
 PHRASE_GAP = 3
 
 PATIENT, SUDACHI = "patient table", "sudachi synonyms"
+# a word typed in kana, read as a corpus term (retrieval.readings)
+READING = "kana reading"
 
 # Particles inside a dictionary word that make it a phrase of several MeCab words (次の日).
 _PHRASE_PARTICLES = ("の", "が", "を", "に", "と", "で", "へ")
@@ -60,7 +62,7 @@ class Expansion:
     source: str  # what the question says (surface)
     target: str  # the corpus term it reaches
     weight: float
-    origin: str  # PATIENT or SUDACHI
+    origin: str  # PATIENT, SUDACHI or READING
     terms: tuple[str, ...] = ()  # the question's terms it stands for
 
     def to_json(self) -> dict:

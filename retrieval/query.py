@@ -39,8 +39,9 @@ from typing import Callable, Sequence
 
 from guiderag.scopes import RetrievalConfig
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, tokenize
-from .expansion import PATIENT, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, reading, tokenize
+from .expansion import PATIENT, READING, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
+from .readings import LazyReadings, kana_runs
 from .framing import ANSWER_FRAMES
 from .specificity import COMMON_ZIPF, RARE_ZIPF, weight_of_zipf, zipf
 from .tokens import PREFIX, SUFFIX, Term, Token
@@ -78,6 +79,7 @@ class QueryBuilder:
         # corpus term a resource's word stands for: maps filled as questions come, so a
         # word is analysed once per process
         self._targets: dict[str, str | None] = {}
+        self.readings = LazyReadings(lambda: list(vocab), reading)
         self._word_tokens: dict[str, list[Token]] = {}
         self._word_terms: dict[str, list[Term]] = {}
 
@@ -339,6 +341,32 @@ class QueryBuilder:
         if self.sudachi is not None and s.synonym_dict_weight > 0:
             self._sudachi(tokens, slots, expansions)
             self._sudachi_phrases(tokens, slots, expansions)
+            self._kana_readings(tokens, slots, expansions)
+
+    def _kana_readings(self, tokens: Sequence[Token], slots: dict[str, Slot], expansions: list[Expansion]) -> None:
+        """A word typed in kana that the corpus writes in kanji (retrieval.readings): the
+        longest stretch of a kana run read as one corpus term becomes an alternative of the
+        run's terms the corpus never uses, at synonym_dict_weight."""
+        lam = self.config.synonym_dict_weight
+        for lo, hi in kana_runs(tokens):
+            unknown = [x for x in slots.values() if x.term not in self.vocab and not x.alternatives
+                       and any(x.surface == t.surface for t in tokens[lo:hi])]
+            if not unknown:
+                continue
+            readings = self.readings.get()
+            i = lo
+            while i < hi:
+                for j in range(hi, i, -1):
+                    kana = "".join(t.surface for t in tokens[i:j])
+                    target = readings.term(kana)
+                    inside = [x for x in unknown if any(x.surface == t.surface for t in tokens[i:j])]
+                    if target is not None and inside:
+                        for x in inside:
+                            x.alternatives[target] = max(x.alternatives.get(target, 0.0), lam)
+                        _note(expansions, Expansion(kana, target, lam, READING, tuple(x.term for x in inside)))
+                        i = j - 1
+                        break
+                i += 1
 
     def _sudachi_phrases(self, tokens: Sequence[Token], slots: dict[str, Slot], expansions: list[Expansion]) -> None:
         """Sudachi's words written as phrases (次の日 -> 翌日), matched token for token: a

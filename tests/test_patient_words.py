@@ -287,3 +287,48 @@ def test_a_lay_expression_said_as_not_done_reaches_nothing() -> None:
         assert targets(without) == [], without
     # a plain negation still asks about the thing itself
     assert targets("髪が抜けないようにするには") == ["脱毛"]
+
+
+KANA_PAGES = {
+    "http://guide.test/dumping.html": (
+        "ダンピング症候群とは",
+        "ダンピング症候群の症状",
+        "ダンピング症候群は、胃の手術のあとに食べ物が急に腸へ流れ込んで起こる症状です。",
+    ),
+    "http://guide.test/stay.html": (
+        "入院の期間",
+        "入院期間の目安",
+        "入院の期間は、手術の方法によって異なります。",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def kana_settings(tmp_path_factory: pytest.TempPathFactory):
+    return indexed_settings(Path(tmp_path_factory.mktemp("kana-readings")), KANA_PAGES)
+
+
+def test_a_word_typed_in_kana_reaches_the_term_the_guideline_writes_in_kanji(kana_settings) -> None:
+    from guiderag.retrieval.expansion import READING
+
+    question = "だんぴんぐしょうこうぐんって、ずっと続くんですか？"
+    governed, first, expansions = _top(kana_settings, question)
+    assert governed and first.endswith("dumping.html"), (first, expansions)
+    assert any(e["origin"] == READING and e["target"] == "ダンピング症候群" for e in expansions), expansions
+    _, _, off = _top(kana_settings, question, synonym_dict_weight=0.0)
+    assert not any(e["origin"] == READING for e in off)
+
+
+def test_kana_readings_are_unique_and_long_enough() -> None:
+    from guiderag.retrieval.analyzer import reading
+    from guiderag.retrieval.readings import Readings, kana_runs
+
+    r = Readings(["ダンピング症候群", "期間", "器官", "胃癌", "腹腔鏡", "手術"], reading)
+    assert r.term("だんぴんぐしょうこうぐん") == "ダンピング症候群"
+    assert r.term("ふっこうきょう") == "腹腔鏡" and r.term("シュジュツ") == "手術"
+    assert r.term("きかん") is None  # too short: 期間, 器官, 機関 all read きかん
+    assert r.term("いがん") is None
+    # a run of kana tokens with some hiragana; a katakana word alone is no run
+    tokens = tokenize("だんぴんぐしょうこうぐんの手術とダンピング")
+    runs = kana_runs(tokens)
+    assert len(runs) == 1 and "".join(t.surface for t in tokens[slice(*runs[0])]).startswith("だんぴんぐ")
