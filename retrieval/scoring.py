@@ -112,6 +112,8 @@ TOP_FIRST = 16
 # When more than 1/ALL_RANGES_SHARE of the passages want their proximity factor, every
 # passage's best span is taken at once (PassageScorer._all_best).
 ALL_RANGES_SHARE = 4
+# At most this many spans of a passage per row of that grid (a window holds about 6 lines).
+RANGE_WIDTH = 16
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 
@@ -224,7 +226,7 @@ class PassageScorer:
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
         self._page_w: tuple[float, np.ndarray | float] | None = None
-        # every passage's span range, laid end to end (_all_best): (passages, spans, starts)
+        # every passage's span range as one row of a grid (_all_best): (passages, grid, longer ones)
         self._ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def slot_mass(self, slot: Slot) -> float:
@@ -398,16 +400,24 @@ class PassageScorer:
         """Every passage's best span presence share (0 for a passage without spans)."""
         d = self.data
         if self._ranges is None:
+            # one column of span numbers per passage with spans, RANGE_WIDTH at most, a short
+            # range padded with its last span (the max is unchanged); longer ones apart
             first, end = d.passage_span_first, d.passage_span_end
             has = np.flatnonzero(end > first)
             lens = (end[has] - first[has]).astype(np.int64)
-            starts = np.cumsum(lens) - lens
-            idx = np.repeat(first[has] - starts, lens) + np.arange(int(lens.sum()), dtype=np.int64)
-            self._ranges = (has, idx, starts)
-        has, idx, starts = self._ranges
+            width = int(min(lens.max(), RANGE_WIDTH)) if len(has) else 0
+            grid = np.ascontiguousarray(  # (width, passages): the max runs over whole rows
+                (first[has].astype(np.int64)[:, None] + np.minimum(np.arange(width), lens[:, None] - 1)).T)
+            self._ranges = (has, grid, np.flatnonzero(lens > width))
+        has, grid, long = self._ranges
         out = np.zeros(d.n_passages, dtype=np.float32)
         if len(has):
-            out[has] = np.maximum.reduceat(mix.all_spans()[idx], starts)
+            spans = mix.all_spans()
+            best = spans[grid].max(axis=0)
+            if len(long):
+                rows = has[long]
+                best[long] = _range_max(spans.take, d.passage_span_first[rows], d.passage_span_end[rows])
+            out[has] = best
         return out
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
