@@ -174,10 +174,10 @@ class ChannelSums:
         ranges = self._ranges(cols, head)
         lens = np.asarray([b - a for a, b in ranges], dtype=np.int64)
         indptr = np.concatenate([[0], np.cumsum(lens)]).astype(m.indptr.dtype)
-        indices = np.concatenate([m.indices[a:b] for a, b in ranges])
+        indices = np.concatenate([m.indices[:0], *(m.indices[a:b] for a, b in ranges)])
         if lo:
             indices -= indices.dtype.type(lo)
-        data = np.concatenate([m.data[a:b] for a, b in ranges])
+        data = np.concatenate([m.data[:0], *(m.data[a:b] for a, b in ranges)])
         hi = self.head if head else m.shape[0]
         return sp.csc_matrix((data, indices, indptr), shape=(hi - lo, len(cols)), copy=False)
 
