@@ -63,12 +63,14 @@ JSQuAD. A passage of a Q&A page clears threshold ** settings.qa_threshold_expone
 retrieval.pipeline_ours searches with it (the reference, candidates and notes).
 
 How it is computed (the numbers are those of the formula to the last bit; the pins in
-tests/test_scorer_reference.py): each channel takes its query's columns from the CSC
-matrices in one slice per matrix and sums them with one sparse product; the slots with
-several alternatives take their best per row in one `np.maximum.at` over all of them.
-The proximity factor, the costly part (a best span per passage), is computed only for
-the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
-and for those that could be the top one: `Hits`. `query_scores` gives every passage's.
+tests/test_scorer_reference.py and tests/test_channel_sums.py): each channel sums its
+query's columns with retrieval.channel_sums.ChannelSums, over the passage and page rows
+at once and over the line spans only where asked (searched for when few, summed once when
+many). The proximity factor, the costly part (a best span per passage), is computed only
+for the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
+and for those that could be the top one: `Hits`; when that is most passages, every
+passage's best span is taken at once from a grid of their span numbers laid out once per
+index (`_all_best`). `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
@@ -297,9 +299,9 @@ class PassageScorer:
         LAYOUT: passages, pages, line spans): each slot adds mass * (its best alternative's
         lambda * w) over the total mass, where a compound found through its words
         (Slot.parts) is one more alternative, of weight parts_weight * the least w of its
-        words. The single-alternative slots are one sparse product; the others are added
-        after them, slot by slot (their best alternative per row taken for all at once).
-        Span rows hold presence: their shares are their presence shares."""
+        words (retrieval.channel_sums: the passage and page rows now, the span rows when
+        the proximity factor asks for them). Span rows hold presence: their shares are
+        their presence shares."""
         mass = sum(x.mass for x in specs)
         if mass <= 0 or not any(x.cols or x.parts for x in specs):
             return _Channel(None, None, unknown)
@@ -337,7 +339,7 @@ class PassageScorer:
         page = np.zeros(d.n_pages, dtype=np.float32)
         use_spans = ws > 0 and len(passage) > 0
         windows: list[tuple[float, np.ndarray]] = []
-        spans: list[tuple[float, np.ndarray]] = []
+        spans: list[tuple[float, ChannelSums]] = []
         for share, channel in ((1.0 - wb, terms), (wb, grams)):
             if channel.passages is None or channel.pages is None:
                 continue
