@@ -63,23 +63,26 @@ JSQuAD. A passage of a Q&A page clears threshold ** settings.qa_threshold_expone
 retrieval.pipeline_ours searches with it (the reference, candidates and notes).
 
 How it is computed (the numbers are those of the formula to the last bit; the pins in
-tests/test_scorer_reference.py): each channel takes its query's columns from the CSC
-matrices in one slice per matrix and sums them with one sparse product; the slots with
-several alternatives take their best per row in one `np.maximum.at` over all of them.
-The proximity factor, the costly part (a best span per passage), is computed only for
-the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
-and for those that could be the top one: `Hits`. `query_scores` gives every passage's.
+tests/test_scorer_reference.py and tests/test_channel_sums.py): each channel sums its
+query's columns with retrieval.channel_sums.ChannelSums, over the passage and page rows
+at once and over the line spans only where asked (searched for when few, summed once when
+many). The proximity factor, the costly part (a best span per passage), is computed only
+for the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
+and for those that could be the top one: `Hits`; when that is most passages, every
+passage's best span is taken at once from a grid of their span numbers laid out once per
+index (`_all_best`). `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from guiderag.scopes import RetrievalConfig
 
+from .channel_sums import ChannelSums, SlotSpec, rows_holding
 from .index import IndexData
 from .query import Query, Slot
 
@@ -108,6 +111,11 @@ UNKNOWN_TERM_WEIGHT = 1.0
 # How many passages with the highest score bound get their exact score first when looking
 # for the top one (more are scored when one of the others could still beat them).
 TOP_FIRST = 16
+# When more than 1/ALL_RANGES_SHARE of the passages want their proximity factor, every
+# passage's best span is taken at once (PassageScorer._all_best).
+ALL_RANGES_SHARE = 4
+# At most this many spans of a passage per row of that grid (a window holds about 6 lines).
+RANGE_WIDTH = 16
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 
@@ -159,20 +167,7 @@ class _Channel:
     pages: np.ndarray | None
     unknown: list[str]
     window_present: np.ndarray | None = None
-    span_present: np.ndarray | None = None
-
-
-@dataclass
-class _Spec:
-    """One slot of a channel: its mass, its alternatives' (column, lambda), and the columns
-    of a compound's words found together (Slot.parts) with their weight."""
-
-    mass: float
-    cols: list[tuple[int, float]]
-    parts: list[int] = field(default_factory=list)
-    parts_weight: float = 0.0
-    # per row of the ROW LAYOUT: whether one line span holds the parts said together
-    together: np.ndarray | None = None
+    span_present: ChannelSums | None = None
 
 
 @dataclass
@@ -184,17 +179,34 @@ class _Mix:
     passage: np.ndarray
     page: np.ndarray
     windows: list[tuple[float, np.ndarray]]  # (channel share, its window presence shares)
-    spans: list[tuple[float, np.ndarray]]  # (channel share, its span presence shares)
+    spans: list[tuple[float, ChannelSums]]  # (channel share, its sums: span presence shares)
     unknown: list[str]
     use_spans: bool
+    _all_spans: np.ndarray | None = None
 
     def present(self, rows: np.ndarray | None) -> np.ndarray:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
 
     def span(self, rows: np.ndarray) -> np.ndarray:
-        """The presence shares of the line spans `rows`, both channels mixed."""
-        return _mixed(self.spans, rows, 0)
+        """The presence shares of the line spans `rows`, both channels mixed: searched for
+        in the query's columns when they are few, else gathered from `all_spans`."""
+        if self._all_spans is not None or any(sums.dense_better(len(rows)) for _, sums in self.spans):
+            return self.all_spans()[rows]
+        out = np.zeros(len(rows), dtype=np.float32)
+        for share, sums in self.spans:
+            out += share * sums.spans(rows)
+        return out
+
+    def all_spans(self) -> np.ndarray:
+        """The presence shares of every line span, both channels mixed (made once)."""
+        if self._all_spans is None:
+            out = None
+            for share, sums in self.spans:
+                part = share * sums.all_spans()
+                out = part if out is None else out + part
+            self._all_spans = np.zeros(0, dtype=np.float32) if out is None else out
+        return self._all_spans
 
 
 def _mixed(parts: list[tuple[float, np.ndarray]], rows: np.ndarray | None, n: int) -> np.ndarray:
@@ -216,6 +228,8 @@ class PassageScorer:
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
         self._page_w: tuple[float, np.ndarray | float] | None = None
+        # every passage's span range as one row of a grid (_all_best): (passages, grid, longer ones)
+        self._ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.query): its term's idf, else its best alternative's,
@@ -227,7 +241,7 @@ class PassageScorer:
         known = [float(idf[vocab[a]]) for a in slot.alternatives if a in vocab]
         return slot.weight * (max(known) if known else self._unseen_query)
 
-    def _term_specs(self, query: Query) -> tuple[list[_Spec], list[str]]:
+    def _term_specs(self, query: Query) -> tuple[list[SlotSpec], list[str]]:
         vocab = self.data.term_vocab
         specs = []
         unknown = []
@@ -238,7 +252,7 @@ class PassageScorer:
             parts = [vocab[p] for p in slot.parts if p in vocab] if slot.parts_weight > 0 else []
             if len(parts) != len(slot.parts):
                 parts = []
-            spec = _Spec(self.slot_mass(slot), cols, parts, slot.parts_weight)
+            spec = SlotSpec(self.slot_mass(slot), cols, parts, slot.parts_weight)
             if parts:
                 grams = [self.data.bigram_vocab.get(g) for g in slot.junctions]
                 if any(g is None for g in grams):  # the words are never said next to each other
@@ -254,13 +268,12 @@ class PassageScorer:
         (胃切 of 胃切除); per passage and per page, that one of its spans does (a passage
         without spans: its window holds the words)."""
         d = self.data
-        span_rows = d.rows("spans")
-        spans = np.zeros(d.n_spans, dtype=bool)
-        if d.n_spans:
-            sub = sp.hstack([d.terms[:, cols], *([d.bigrams[:, grams]] if grams else [])]).tocsr()[span_rows]
-            spans = np.asarray(sub.min(axis=1).todense()).ravel() > 0
+        words = rows_holding(d.terms, cols)
+        spans = words[d.rows("spans")]
+        if grams:
+            spans = spans & rows_holding(d.bigrams, grams)[d.rows("spans")]
         first, end = d.passage_span_first, d.passage_span_end
-        window = np.asarray(d.terms[:, cols].tocsr()[d.rows("passages")].min(axis=1).todense()).ravel() > 0
+        window = words[d.rows("passages")]
         passage = window.copy()  # no spans: the window
         ok = np.flatnonzero(end > first)
         if len(ok):
@@ -270,71 +283,35 @@ class PassageScorer:
         np.logical_or.at(page, d.passage_page, passage)
         return np.concatenate([passage, page, spans])
 
-    def _bigram_specs(self, query: Query) -> list[_Spec]:
+    def _bigram_specs(self, query: Query) -> list[SlotSpec]:
         vocab, idf = self.data.bigram_vocab, self.data.bigram_idf
         specs = []
         for gram, q in query.bigrams.items():
             j = vocab.get(gram)
-            specs.append(_Spec(q * (float(idf[j]) if j is not None else self._unseen_query),
+            specs.append(SlotSpec(q * (float(idf[j]) if j is not None else self._unseen_query),
                                [(j, 1.0)] if j is not None else []))
         return specs
 
     @staticmethod
-    def _channel(specs: list[_Spec], unknown: list[str], matrix: sp.csc_matrix, data: IndexData,
+    def _channel(specs: list[SlotSpec], unknown: list[str], matrix: sp.csc_matrix, data: IndexData,
                  use_spans: bool) -> _Channel:
         """One channel's shares of the question's mass on every row of its matrix (the ROW
         LAYOUT: passages, pages, line spans): each slot adds mass * (its best alternative's
         lambda * w) over the total mass, where a compound found through its words
         (Slot.parts) is one more alternative, of weight parts_weight * the least w of its
-        words. The single-alternative slots are one sparse product; the others are added
-        after them, slot by slot (their best alternative per row taken for all at once).
-        Span rows hold presence: their shares are their presence shares."""
+        words (retrieval.channel_sums: the passage and page rows now, the span rows when
+        the proximity factor asks for them). Span rows hold presence: their shares are
+        their presence shares."""
         mass = sum(x.mass for x in specs)
         if mass <= 0 or not any(x.cols or x.parts for x in specs):
             return _Channel(None, None, unknown)
-        lin_cols: list[int] = []
-        lin_w: list[float] = []
-        multi: list[_Spec] = []
-        for x in specs:
-            if len(x.cols) == 1 and not x.parts:
-                lin_cols.append(x.cols[0][0])
-                lin_w.append(x.mass * x.cols[0][1] / mass)
-            elif x.cols or x.parts:
-                multi.append(x)
-        n = matrix.shape[0]
-        values = np.zeros(n, dtype=np.float32)
-        present = np.zeros(n, dtype=np.float32) if use_spans else None
-        if lin_cols:
-            vec = np.asarray(lin_w, dtype=np.float32)
-            sub = matrix[:, lin_cols]
-            values += sub @ vec
-            if present is not None:
-                present += _ones(sub) @ vec
-        if multi:
-            cols = [c for x in multi for c, _ in x.cols]
-            lams = np.asarray([lam for x in multi for _, lam in x.cols], dtype=np.float32)
-            slot = np.asarray([k for k, x in enumerate(multi) for _ in x.cols], dtype=np.int64)
-            best = _multi_best(matrix, cols, lams, slot, len(multi), False)
-            best_present = _multi_best(matrix, cols, lams, slot, len(multi), True) if present is not None else None
-            for k, x in enumerate(multi):
-                part = np.float32(x.mass / mass)
-                for target, table, ones in ((values, best, False), (present, best_present, True)):
-                    if target is None or table is None:
-                        continue
-                    column = table[:, k]
-                    if x.parts:  # the compound's words together: the least of their weights
-                        sub = matrix[:, x.parts]
-                        least = np.asarray((_ones(sub) if ones else sub).min(axis=1).todense(),
-                                           dtype=np.float32).ravel()
-                        if x.together is not None:  # only where one line span says them together
-                            least = least * x.together
-                        column = np.maximum(column, np.float32(x.parts_weight) * least)
-                    target += part * column
-        passages, pages, spans = data.rows("passages"), data.rows("pages"), data.rows("spans")
+        sums = ChannelSums(matrix, data.n_passages + data.n_pages, specs)
+        values, present = sums.head_rows(use_spans)
+        passages, pages = data.rows("passages"), data.rows("pages")
         if present is None:
             return _Channel(values[passages], values[pages], unknown)
         # presence shares of the window and of each span (see the module docstring)
-        return _Channel(values[passages], values[pages], unknown, present[passages], values[spans])
+        return _Channel(values[passages], values[pages], unknown, present[passages], sums)
 
     def _page_weights(self) -> np.ndarray | float:
         """w(P) of each passage's page: settings.qa_page_weight on a Q&A page, else PAGE_WEIGHT."""
@@ -362,7 +339,7 @@ class PassageScorer:
         page = np.zeros(d.n_pages, dtype=np.float32)
         use_spans = ws > 0 and len(passage) > 0
         windows: list[tuple[float, np.ndarray]] = []
-        spans: list[tuple[float, np.ndarray]] = []
+        spans: list[tuple[float, ChannelSums]] = []
         for share, channel in ((1.0 - wb, terms), (wb, grams)):
             if channel.passages is None or channel.pages is None:
                 continue
@@ -412,9 +389,37 @@ class PassageScorer:
         ok = np.flatnonzero((present > 0) & (end > first))
         if not len(ok):
             return out
-        best = _range_max(mix.span, first[ok], end[ok])
+        if len(ok) * ALL_RANGES_SHARE > d.n_passages and mix.spans:
+            # most passages: every passage's best span from the index's ranges, laid out once
+            best = self._all_best(mix)[ok if rows is None else rows[ok]]
+        else:
+            best = _range_max(mix.span, first[ok], end[ok])
         ratio = np.minimum(1.0, best / present[ok])
         out[ok] = 1.0 - ws + ws * ratio
+        return out
+
+    def _all_best(self, mix: _Mix) -> np.ndarray:
+        """Every passage's best span presence share (0 for a passage without spans)."""
+        d = self.data
+        if self._ranges is None:
+            # one column of span numbers per passage with spans, RANGE_WIDTH at most, a short
+            # range padded with its last span (the max is unchanged); longer ones apart
+            first, end = d.passage_span_first, d.passage_span_end
+            has = np.flatnonzero(end > first)
+            lens = (end[has] - first[has]).astype(np.int64)
+            width = int(min(lens.max(), RANGE_WIDTH)) if len(has) else 0
+            grid = np.ascontiguousarray(  # (width, passages): the max runs over whole rows
+                (first[has].astype(np.int64)[:, None] + np.minimum(np.arange(width), lens[:, None] - 1)).T)
+            self._ranges = (has, grid, np.flatnonzero(lens > width))
+        has, grid, long = self._ranges
+        out = np.zeros(d.n_passages, dtype=np.float32)
+        if len(has):
+            spans = mix.all_spans()
+            best = spans[grid].max(axis=0)
+            if len(long):
+                rows = has[long]
+                best[long] = _range_max(spans.take, d.passage_span_first[rows], d.passage_span_end[rows])
+            out[has] = best
         return out
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
@@ -465,29 +470,6 @@ class PassageScorer:
         if SCORE_POWER != 1.0:
             page = np.power(page, SCORE_POWER, dtype=np.float32)
         return self._scores(mix, None), page, mix.unknown
-
-
-def _ones(matrix: sp.csc_matrix) -> sp.csc_matrix:
-    """The matrix with every stored value read as 1 (presence)."""
-    out = matrix.copy()
-    out.data = np.ones_like(out.data)
-    return out
-
-
-def _multi_best(matrix: sp.csc_matrix, cols: Sequence[int], lams: np.ndarray, slot: np.ndarray, slots: int,
-                presence: bool) -> np.ndarray:
-    """(rows, slots): each slot's best lambda * w over its alternatives per row (w read as 1
-    with `presence`), 0 where the row holds none; the alternatives' columns `cols` with
-    their lambdas, and the slot each belongs to."""
-    out = np.zeros((matrix.shape[0], slots), dtype=np.float32)
-    if not len(cols):
-        return out
-    sub = matrix[:, cols]
-    counts = np.diff(sub.indptr)
-    lam = np.repeat(lams, counts)
-    vals = lam if presence else sub.data * lam
-    np.maximum.at(out.reshape(-1), sub.indices.astype(np.int64) * slots + np.repeat(slot, counts), vals)
-    return out
 
 
 def _range_max(values: Callable[[np.ndarray], np.ndarray], first: np.ndarray, end: np.ndarray) -> np.ndarray:
