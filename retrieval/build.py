@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import unicodedata
+from array import array
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -42,6 +43,8 @@ _CHUNK_PAGES = 64
 _TEXT = operator.itemgetter(0)  # Term.text
 # Texts whose analyses a process keeps while it builds (retrieval.build._WorkerState.texts).
 _TEXT_CACHE = 20_000
+# array's type code of 4-byte ids (numpy reads the joined arrays as int32)
+_INT32 = next(code for code in "ilh" if array(code).itemsize == 4)
 
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
@@ -88,27 +91,25 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
 
 
-def _local_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> np.ndarray:
-    """Ids of `tokens` in a worker's vocabulary, new tokens appended to it and to `order`."""
+def _text_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> array:
+    """Ids of one text's `tokens` in a worker's vocabulary, new tokens appended to it and to
+    `order`, as a compact array('i') (the text cache keeps it)."""
     ids = list(map(vocab.get, tokens))
-    i = -1
-    try:
-        while True:  # list.index scans in C: the Python loop only visits the new tokens
-            i = ids.index(None, i + 1)
-            tok = tokens[i]
-            j = vocab.get(tok)
+    if None in ids:
+        for i, j in enumerate(ids):
             if j is None:
-                j = vocab[tok] = len(order)
-                order.append(tok)
-            ids[i] = j
-    except ValueError:
-        pass
-    return np.array(ids, dtype=np.int32)
+                tok = tokens[i]
+                j = vocab.get(tok)
+                if j is None:
+                    j = vocab[tok] = len(order)
+                    order.append(tok)
+                ids[i] = j
+    return array(_INT32, ids)
 
 
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """The id arrays one after another (int32; empty for none)."""
-    return np.concatenate(parts) if parts else np.empty(0, np.int32)
+def _joined(parts: list[array]) -> np.ndarray:
+    """The texts' id arrays (`_text_ids`) one after another, int32."""
+    return np.frombuffer(b"".join(parts), dtype=np.int32)
 
 
 def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
@@ -165,12 +166,12 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     numpy arrays, whatever the number of pages."""
     w = _WORKER
     assert w is not None, "_init_worker was not called"
-    t_parts: list[np.ndarray] = []  # each text's term ids (the worker's), text after text
-    b_parts: list[np.ndarray] = []
+    t_parts: list[array] = []  # each text's term ids (the worker's), text after text
+    b_parts: list[array] = []
     t_ends: list[int] = []
     b_ends: list[int] = []
     n_terms = n_grams = 0
-    l_parts: list[np.ndarray] = []  # the line-term ids of the framed texts (see Analyzer.page_analysis)
+    l_parts: list[array] = []  # the line-term ids of the framed texts (see Analyzer.page_analysis)
     l_counts: list[int] = []
     framed_texts: list[int] = []
     gives: list[int] = []
@@ -197,10 +198,10 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
                 # the cache keeps the ids, not the strings (memory)
                 normal = nfkc("NFKC", text)
                 a, framed = analysis(normal)
-                done = (_local_ids(list(map(_TEXT, a.terms)), w.terms, w.term_list),
-                        _local_ids(char_bigrams(a.spans), w.bigrams, w.bigram_list),
-                        None if framed is None else _local_ids(list(dict.fromkeys(framed)), w.line_terms,
-                                                                w.line_term_list),
+                done = (_text_ids(list(map(_TEXT, a.terms)), w.terms, w.term_list),
+                        _text_ids(char_bigrams(a.spans), w.bigrams, w.bigram_list),
+                        None if framed is None else _text_ids(list(dict.fromkeys(framed)), w.line_terms,
+                                                               w.line_term_list),
                         gives_mask(normal, normalized=True), unit_mask(normal, normalized=True),
                         flat_text(normal, normalized=True))
                 if len(seen_texts) >= _TEXT_CACHE:
