@@ -9,7 +9,6 @@ import os
 import sys
 import time
 import unicodedata
-from array import array
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -27,6 +26,7 @@ from guiderag.store.structure import line_contexts
 from .analyzer import Analyzer, char_bigrams
 from .answer_kinds import gives_mask, unit_mask
 from .lines import LineParts, flat_text
+from .text_ids import joined as _joined, text_ids as _text_ids
 
 from . import bm25, passages
 from .bm25 import idf_vector, presence, saturate
@@ -43,8 +43,6 @@ _CHUNK_PAGES = 64
 _TEXT = operator.itemgetter(0)  # Term.text
 # Texts whose analyses a process keeps while it builds (retrieval.build._WorkerState.texts).
 _TEXT_CACHE = 20_000
-# array's type code of 4-byte ids (numpy reads the joined arrays as int32)
-_INT32 = next(code for code in "ilh" if array(code).itemsize == 4)
 
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
@@ -89,27 +87,6 @@ _Block = tuple[np.ndarray, np.ndarray | None, np.ndarray]
 def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
     global _WORKER
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
-
-
-def _text_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> array:
-    """Ids of one text's `tokens` in a worker's vocabulary, new tokens appended to it and to
-    `order`, as a compact array('i') (the text cache keeps it)."""
-    ids = list(map(vocab.get, tokens))
-    if None in ids:
-        for i, j in enumerate(ids):
-            if j is None:
-                tok = tokens[i]
-                j = vocab.get(tok)
-                if j is None:
-                    j = vocab[tok] = len(order)
-                    order.append(tok)
-                ids[i] = j
-    return array(_INT32, ids)
-
-
-def _joined(parts: list[array]) -> np.ndarray:
-    """The texts' id arrays (`_text_ids`) one after another, int32."""
-    return np.frombuffer(b"".join(parts), dtype=np.int32)
 
 
 def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
@@ -166,12 +143,12 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     numpy arrays, whatever the number of pages."""
     w = _WORKER
     assert w is not None, "_init_worker was not called"
-    t_parts: list[array] = []  # each text's term ids (the worker's), text after text
-    b_parts: list[array] = []
+    t_parts: list = []  # each text's term ids (the worker's), text after text
+    b_parts: list = []
     t_ends: list[int] = []
     b_ends: list[int] = []
     n_terms = n_grams = 0
-    l_parts: list[array] = []  # the line-term ids of the framed texts (see Analyzer.page_analysis)
+    l_parts: list = []  # the line-term ids of the framed texts (see Analyzer.page_analysis)
     l_counts: list[int] = []
     framed_texts: list[int] = []
     gives: list[int] = []

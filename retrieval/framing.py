@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Iterable
+from typing import Iterable, cast
 
 from .tokens import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
 
@@ -121,9 +121,9 @@ def _changes(tokens: list[Token], words: frozenset[str]) -> bool:
     `_changes_plain`, which other word lists use."""
     if words is not FRAMING_WORDS:
         return _changes_plain(tokens, words)
-    flags = list(map(_FLAGS.get, tokens))
-    if None in flags:
-        flags = [_token_flags(t) if f is None else f for t, f in zip(tokens, flags)]
+    known = list(map(_FLAGS.get, tokens))
+    flags: list[int] = ([_token_flags(t) if f is None else f for t, f in zip(tokens, known)] if None in known
+                        else cast("list[int]", known))
     seen = functools.reduce(operator.or_, flags, 0)
     if seen & _CHANGE:
         return True
