@@ -21,21 +21,32 @@ K1 = 0.5
 B = 0.75
 
 
-def saturate(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
-    """BM25 term-frequency saturation, divided by (k1 + 1) and capped at 1."""
-    m = counts.tocsr(copy=True)
+# Entries saturated at once: the float64 arithmetic's temporaries stay this small.
+_CHUNK = 1 << 20
+
+
+def saturate(counts: sp.csr_matrix, k1: float, b: float, *, copy: bool = True) -> sp.csr_matrix:
+    """BM25 term-frequency saturation, divided by (k1 + 1) and capped at 1 (`copy`=False:
+    in `counts` itself, float32 CSR, which the caller gives up)."""
+    m = counts.tocsr(copy=copy)
     lengths = np.asarray(m.sum(axis=1)).ravel()
     avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
     norm = k1 * (1.0 - b + b * lengths / avg)
-    row_norm = np.repeat(norm, np.diff(m.indptr))
     tf = m.data
-    m.data = np.minimum(1.0, tf / (tf + row_norm)).astype(np.float32)
+    out = tf if tf.dtype == np.float32 else np.empty(len(tf), dtype=np.float32)
+    for lo in range(0, len(tf), _CHUNK):
+        hi = min(len(tf), lo + _CHUNK)
+        rows = np.searchsorted(m.indptr, np.arange(lo, hi), side="right") - 1
+        part = tf[lo:hi]
+        out[lo:hi] = np.minimum(1.0, part / (part + norm[rows])).astype(np.float32)
+    m.data = out
     return m
 
 
-def presence(counts: sp.csr_matrix) -> sp.csr_matrix:
-    """1 where a term occurs (spans ask whether the terms are there together, not how often)."""
-    m = counts.tocsr(copy=True)
+def presence(counts: sp.csr_matrix, *, copy: bool = True) -> sp.csr_matrix:
+    """1 where a term occurs (spans ask whether the terms are there together, not how often;
+    `copy`=False: in `counts` itself, which the caller gives up)."""
+    m = counts.tocsr(copy=copy)
     m.sum_duplicates()
     m.data = np.ones_like(m.data, dtype=np.float32)
     return m

@@ -26,6 +26,7 @@ from .analyzer import Analyzer, char_bigrams
 from .normalize import normalize
 from .answer_kinds import gives_mask, unit_mask
 from .lines import LineParts, flat_text
+from .text_ids import joined as _joined, text_ids as _text_ids
 
 from . import bm25, passages
 from .bm25 import idf_vector, presence, saturate
@@ -88,24 +89,6 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
 
 
-def _local_ids(tokens: list[str], vocab: dict[str, int], order: list[str]) -> np.ndarray:
-    """Ids of `tokens` in a worker's vocabulary, new tokens appended to it and to `order`."""
-    ids = list(map(vocab.get, tokens))
-    i = -1
-    try:
-        while True:  # list.index scans in C: the Python loop only visits the new tokens
-            i = ids.index(None, i + 1)
-            tok = tokens[i]
-            j = vocab.get(tok)
-            if j is None:
-                j = vocab[tok] = len(order)
-                order.append(tok)
-            ids[i] = j
-    except ValueError:
-        pass
-    return np.array(ids, dtype=np.int32)
-
-
 def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
     """Count rows made of texts: row r holds the texts of its (first, stop) ranges, whose
     ids lie in `flat` up to `ends` (text i ends at ends[i]). One np.unique for all rows:
@@ -160,11 +143,12 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     numpy arrays, whatever the number of pages."""
     w = _WORKER
     assert w is not None, "_init_worker was not called"
-    terms: list[str] = []
-    grams: list[str] = []
+    t_parts: list = []  # each text's term ids (the worker's), text after text
+    b_parts: list = []
     t_ends: list[int] = []
     b_ends: list[int] = []
-    line_terms: list[str] = []  # the terms of the framed texts (see Analyzer.page_analysis)
+    n_terms = n_grams = 0
+    l_parts: list = []  # the line-term ids of the framed texts (see Analyzer.page_analysis)
     l_counts: list[int] = []
     framed_texts: list[int] = []
     gives: list[int] = []
@@ -185,22 +169,29 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         for text in (title, *lines):
             done = seen_texts.get(text)
             if done is None:
+                # a text's terms become ids when it is first met, in order, so the worker's
+                # vocabulary grows as if the chunk's terms were numbered one after another;
+                # the cache keeps the ids, not the strings (memory)
                 normal = normalize(text)
                 a, framed = analysis(normal)
-                done = (list(map(_TEXT, a.terms)), char_bigrams(a.spans),
-                        None if framed is None else list(dict.fromkeys(framed)),
+                done = (_text_ids(list(map(_TEXT, a.terms)), w.terms, w.term_list),
+                        _text_ids(char_bigrams(a.spans), w.bigrams, w.bigram_list),
+                        None if framed is None else _text_ids(list(dict.fromkeys(framed)), w.line_terms,
+                                                               w.line_term_list),
                         gives_mask(normal, normalized=True), unit_mask(normal, normalized=True),
                         flat_text(normal, normalized=True))
                 if len(seen_texts) >= _TEXT_CACHE:
                     seen_texts.clear()
                 seen_texts[text] = done
             text_terms, text_grams, framed, give, unit, flat = done
-            terms.extend(text_terms)
-            grams.extend(text_grams)
-            t_ends.append(len(terms))
-            b_ends.append(len(grams))
+            t_parts.append(text_terms)
+            b_parts.append(text_grams)
+            n_terms += len(text_terms)
+            n_grams += len(text_grams)
+            t_ends.append(n_terms)
+            b_ends.append(n_grams)
             if framed is not None:  # else its line terms are its index terms (below)
-                line_terms.extend(framed)
+                l_parts.append(framed)
                 l_counts.append(len(framed))
                 framed_texts.append(len(t_ends) - 1)
             gives.append(give)
@@ -220,9 +211,10 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         span_rows.extend((base, base + heading if heading else -1, base + line) for heading, line in spans)
         metas.append([(heading, first, last, *span_range(spans, first, last)) for heading, first, last in passages])
         span_counts.append(len(spans))
-    tflat = _local_ids(terms, w.terms, w.term_list)
-    bflat = _local_ids(grams, w.bigrams, w.bigram_list)
-    lflat = _local_ids(line_terms, w.line_terms, w.line_term_list)
+    tflat = _joined(t_parts)
+    bflat = _joined(b_parts)
+    lflat = _joined(l_parts)
+    del t_parts, b_parts, l_parts
     tw, bw = len(w.term_list), len(w.bigram_list)
     blocks = [
         _count_rows(tflat, t_ends, page_rows, tw),
@@ -344,31 +336,41 @@ class _Builder:
     """Accumulates one sparse count matrix row by row (indices need not be sorted)."""
 
     def __init__(self) -> None:
-        self.indptr = [0]
+        self.lengths: list[np.ndarray] = []
         self.indices: list[np.ndarray] = []
-        self.counts: list[np.ndarray] = []
+        self.counts: list[np.ndarray | None] = []
         self.nnz = 0
+        self.n_rows = 0
 
     def add_block(self, ids: np.ndarray, counts: np.ndarray | None, lengths: np.ndarray) -> None:
-        """Many rows at once: their ids one after another, their counts (None: all ones)
-        and each row's length."""
+        """Many rows at once: their ids one after another, their counts (None: all ones,
+        made only when the matrix is) and each row's length."""
         if len(lengths):
             self.indices.append(ids)
-            self.counts.append(np.ones(len(ids), dtype=np.float32) if counts is None else counts)
-            self.indptr.extend((self.nnz + np.cumsum(lengths)).tolist())
+            self.counts.append(counts)
+            self.lengths.append(lengths)
             self.nnz += int(lengths.sum())
+            self.n_rows += len(lengths)
 
     @property
     def rows(self) -> int:
-        return len(self.indptr) - 1
+        return self.n_rows
 
     def matrix(self, ncols: int) -> sp.csr_matrix:
         """The matrix (once: the blocks are let go as it is made)."""
         indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
-        data = np.concatenate(self.counts) if self.counts else np.empty(0, np.float32)
-        indptr = np.asarray(self.indptr, dtype=np.int64)
-        self.indices, self.counts, self.indptr = [], [], [0]
-        m = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, ncols))
+        self.indices = []
+        data = np.ones(len(indices), dtype=np.float32)
+        at = 0
+        for counts, ids_len in zip(self.counts, map(int, (l.sum() for l in self.lengths))):
+            if counts is not None:
+                data[at : at + ids_len] = counts
+            at += ids_len
+        indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
+        if self.lengths:
+            np.cumsum(np.concatenate(self.lengths), out=indptr[1:])
+        self.counts, self.lengths = [], []
+        m = sp.csr_matrix((data, indices, indptr), shape=(self.n_rows, ncols))
         m.sort_indices()
         return m
 
@@ -429,9 +431,12 @@ def build_data(
     page_terms = gt.matrix(nt)
     page_bigrams = gb.matrix(nb)
     term_idf, bigram_idf = idf_vector(page_terms), idf_vector(page_bigrams)
-    terms = _stack([saturate(pt.matrix(nt), k1, b), saturate(page_terms, k1, b), presence(st.matrix(nt))])
+    # each level's matrix is this function's own: saturated and merged in place (memory)
+    terms = _stack([saturate(pt.matrix(nt), k1, b, copy=False), saturate(page_terms, k1, b, copy=False),
+                    presence(st.matrix(nt), copy=False)])
     del page_terms
-    bigrams = _stack([saturate(pb.matrix(nb), k1, b), saturate(page_bigrams, k1, b), presence(sb.matrix(nb))])
+    bigrams = _stack([saturate(pb.matrix(nb), k1, b, copy=False), saturate(page_bigrams, k1, b, copy=False),
+                      presence(sb.matrix(nb), copy=False)])
     del page_bigrams
     return IndexData(
         corpus_version=corpus_version,

@@ -17,8 +17,9 @@ question in every guideline; a word that can be the subject of a question (痛�
 """
 from __future__ import annotations
 
+import functools
 import operator
-from typing import Iterable
+from typing import Iterable, cast
 
 from .tokens import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, STOP_NOUNS, SUFFIX, SYNONYM, VERB, Token
 
@@ -92,10 +93,56 @@ _FORM = operator.attrgetter("form")
 _KIND = operator.attrgetter("kind")
 
 
+# What each rule of drop_framing reads of one token, as bits (`_token_flags`): a change on
+# its own (後 as an adverb, a framing word as a word), a prefix, an empty-noun suffix, a
+# question word (何, 幾), a counter, a noun-like token.
+_CHANGE, _PREFIX_BIT, _STOP_SUFFIX, _QUESTION, _COUNTER, _NOUN_LIKE = 1, 2, 4, 8, 16, 32
+_FLAGS: dict[Token, int] = {}  # per distinct token: a page's words repeat (Zipf)
+_FLAGS_MAX = 200_000
+
+
+def _token_flags(tok: Token) -> int:
+    form, kind = tok.form, tok.kind
+    flags = ((_CHANGE if (form == _AFTER and kind == ADVERBIAL) or (kind in _WORD_KINDS and form in FRAMING_WORDS)
+              else 0)
+             | (_PREFIX_BIT if kind == PREFIX else 0)
+             | (_STOP_SUFFIX if kind == SUFFIX and form in STOP_NOUNS else 0)
+             | (_QUESTION if form in QUESTION_NUMBER else 0)
+             | (_COUNTER if form in COUNTERS and kind in (NOUN, SUFFIX) else 0)
+             | (_NOUN_LIKE if kind in _NOUNISH else 0))
+    if len(_FLAGS) >= _FLAGS_MAX:
+        _FLAGS.clear()
+    _FLAGS[tok] = flags
+    return flags
+
+
 def _changes(tokens: list[Token], words: frozenset[str]) -> bool:
     """Whether drop_framing changes anything in `tokens`: each of its rules checked on the
-    tokens as they are (a first change always happens on them), with set operations first,
-    so that the lines of a page (most hold none of it) cost little."""
+    tokens as they are (a first change always happens on them). With the standard words,
+    from each token's flags (made once per distinct token), so that the lines of a page
+    (most hold none of it) cost little; tests/test_query_framing.py pins it to
+    `_changes_plain`, which other word lists use."""
+    if words is not FRAMING_WORDS:
+        return _changes_plain(tokens, words)
+    known = list(map(_FLAGS.get, tokens))
+    flags: list[int] = ([_token_flags(t) if f is None else f for t, f in zip(tokens, known)] if None in known
+                        else cast("list[int]", known))
+    seen = functools.reduce(operator.or_, flags, 0)
+    if seen & _CHANGE:
+        return True
+    n = len(flags)
+    if seen & _PREFIX_BIT and any(f & _PREFIX_BIT and (i + 1 == n or not flags[i + 1] & _NOUN_LIKE)
+                                  for i, f in enumerate(flags)):
+        return True
+    if seen & _STOP_SUFFIX and any(f & _STOP_SUFFIX and (i == 0 or not flags[i - 1] & _NOUN_LIKE)
+                                   for i, f in enumerate(flags)):
+        return True
+    return bool(seen & _QUESTION and seen & _COUNTER
+                and any(flags[i - 1] & _QUESTION and flags[i] & _COUNTER for i in range(1, n)))
+
+
+def _changes_plain(tokens: list[Token], words: frozenset[str]) -> bool:
+    """`_changes` rule by rule: set operations first, then every rule at every token."""
     found = set(map(_FORM, tokens))
     kinds = set(map(_KIND, tokens))
     stops = SUFFIX in kinds and not STOP_NOUNS.isdisjoint(found)

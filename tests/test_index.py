@@ -13,6 +13,7 @@ from guiderag.errors import IndexCorruptError, IndexWriteError
 from guiderag.cli import main
 from guiderag.retrieval.persist import load_data, save_data
 from guiderag.retrieval import passages
+from guiderag.retrieval.lines import LineData
 from retrieval_corpus import BASE, LUNG, PAGES, settings_for, write_pages
 
 
@@ -276,3 +277,35 @@ def test_the_line_repeating_the_title_is_no_passage_of_its_own():
     assert segment(lines, 300, 40, skip=2) == [(3, 4, 5)]
     assert [line for _, line in line_spans(lines, 40, skip=2)] == [4, 5]
     assert title_line_number("別のページ", lines) == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_text_cache_changes_nothing_in_the_built_index(workers, monkeypatch):
+    """Each process keeps the analysis of the texts it met (as id arrays in its own
+    vocabulary): a cache too small to hold a page, cleared again and again, builds the same
+    index, array for array and in the same term order, as one that holds every text, on
+    pages whose footers, headings and titles recur."""
+    from guiderag.retrieval import build as index
+    from guiderag.retrieval.bench import generate_corpus
+    from guiderag.settings import Settings
+
+    footer = "ご不明な点は主治医にご相談ください。EGFR陽性、PD-L1、８０ｍｇ、２週間ごと。"
+    pages = [dataclasses.replace(p, lines=(*p.lines[:3], "1. 治療について", footer, *p.lines[3:], footer))
+             for p in generate_corpus(24, 1).pages]
+    config = dataclasses.replace(Settings().replace(progress=False).retrieval, index_workers=workers)
+    analyzer = index.make_analyzer(config)
+    monkeypatch.setattr(index, "_PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(index, "_CHUNK_PAGES", 4)
+    whole = index.build_data(pages, "v", config, analyzer)
+    monkeypatch.setattr(index, "_TEXT_CACHE", 3)
+    small = index.build_data(pages, "v", config, analyzer)
+    assert list(whole.term_vocab) == list(small.term_vocab) and list(whole.bigram_vocab) == list(small.bigram_vocab)
+    for name in ("terms", "bigrams"):
+        a, b = getattr(whole, name), getattr(small, name)
+        assert a.format == b.format == "csc" and a.shape == b.shape
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(a, part), getattr(b, part)), (name, part)
+    for name in LineData.ARRAYS:
+        assert np.array_equal(getattr(whole.lines, name), getattr(small.lines, name)), name
+    assert whole.lines.flat == small.lines.flat and whole.lines.extra_terms == small.lines.extra_terms
+    assert whole.lines.n_texts == sum(1 + len(p.lines) for p in pages)

@@ -172,3 +172,41 @@ def test_the_evidence_gate_weighs_like_retrieval(tmp_path: Path) -> None:
         assert answer.retrieval["line_coverage"] >= settings.answer.min_line_coverage
         refused = bot.ask("グリオーマの手術のあと仕事に戻れますか")
         assert refused.coverage == "not_governed"
+
+
+def _token_pool():
+    """Tokens of every kind with the forms each rule of drop_framing reads."""
+    from guiderag.retrieval.tokens import ADVERBIAL, ASCII, NOUN, OTHER, PREFIX, PROPER, SUFFIX, SYNONYM, VERB, Token
+
+    forms = ["後", "心配", "教える", "父", "何", "幾", "日", "年", "回", "方", "事", "お", "治療", "副作用", "の", "が"]
+    kinds = [NOUN, PROPER, ADVERBIAL, VERB, SUFFIX, PREFIX, SYNONYM, ASCII, OTHER]
+    return [Token(f, f, k, space) for f in forms for k in kinds for space in (False, True)]
+
+
+def test_the_flagged_framing_check_equals_the_plain_one_on_random_and_real_tokens() -> None:
+    """drop_framing's gate reads per-token flags (retrieval.framing._changes): on random
+    sequences of every kind of token and on real MeCab lines (figures, units, EGFR/PD-L1,
+    full-width text, framing questions) it says what checking every rule at every token
+    says, and drop_framing returns the same tokens."""
+    import random
+
+    from guiderag.retrieval import framing
+    from guiderag.retrieval.bench import generate_corpus
+
+    rng = random.Random(5)
+    pool = _token_pool()
+    sequences = [[rng.choice(pool) for _ in range(rng.randint(0, 7))] for _ in range(4000)]
+    texts = ["手術のあとの生活について教えてください", "うちの父が何日入院しますか", "そのあと、何年おきに検査しますか",
+             "ＥＧＦＲ遺伝子変異陽性、ＰＤ－Ｌ１　５０％以上の場合", "オシメルチニブ80mgを1日1回服用します",
+             "やり方と飲み方を教えてください", "お願いします", "2週間ごとに点滴します（約30分）", "費用は3割負担です。",
+             "何でも相談してください", "治療後の生活", "| 薬剤 | 用量 |", ""]
+    texts += [line for page in generate_corpus(6, 1).pages for line in page.lines]
+    sequences += [tokenize(t) for t in texts]
+    changed = 0
+    for tokens in sequences:
+        want = framing._changes_plain(tokens, FRAMING_WORDS)
+        assert framing._changes(tokens, FRAMING_WORDS) == want, tokens
+        changed += want
+    assert 100 < changed < len(sequences) - 100  # both answers are tested
+    # another word list takes the plain check; the flags of the standard list do not leak into it
+    assert drop_framing(tokenize("心配です"), frozenset()) == tokenize("心配です")
