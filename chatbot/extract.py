@@ -294,10 +294,14 @@ def extract(
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
+    titles: dict[tuple[str, int], int] = {}  # each page's title line, looked for once per answer
 
     def heading(pick: Pick) -> bool:
         page = pick.page
-        return title_line(page.title, page.lines) == pick.line or is_heading(page.line(pick.line), heading_max_chars)
+        at = titles.get((page.url, page.version))
+        if at is None:
+            at = titles[(page.url, page.version)] = title_line(page.title, page.lines)
+        return at == pick.line or is_heading(page.line(pick.line), heading_max_chars)
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the
     # best lines of the first passage that has any come first; then every line sharing a

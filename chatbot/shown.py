@@ -54,6 +54,7 @@ def render(
     their first pick, lines in page order. Returns (answer text, shown passages).
     """
     chosen: dict[tuple[str, int, int], Pick] = {}
+    titles: dict[tuple[str, int], int] = {}  # each page's title line, looked for once
     used = 0
 
     def cost(keys: Iterable[tuple[str, int, int]], page: PageVersion) -> int:
@@ -65,7 +66,9 @@ def render(
         page = pick.page
         extras: list[int] = []
         if with_context:
-            t = title_line(page.title, page.lines)
+            t = titles.get((page.url, page.version))
+            if t is None:
+                t = titles[(page.url, page.version)] = title_line(page.title, page.lines)
             if t:
                 extras.append(t)
             c = context_line(page, pick.line, heading_max_chars)
