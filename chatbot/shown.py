@@ -61,6 +61,8 @@ def render(
         return sum(len(page.line(k[2])) + 1 for k in keys if k not in chosen)
 
     for pick in picks:
+        if chosen and used >= budget:
+            break  # full: a line costs at least 2 (a letter and its newline), none fits any more
         if pick.key in chosen or not pick.page.line(pick.line).strip():
             continue
         page = pick.page
