@@ -298,13 +298,15 @@ def extract(
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
-    titles: dict[tuple[str, int], int] = {}  # each page's title line, looked for once per answer
+    # each page's title line, looked for once per answer (by the object: the sections of a
+    # PDF document share its URL and version, each with a title and lines of its own)
+    titles: dict[int, int] = {}
 
     def heading(pick: Pick) -> bool:
         page = pick.page
-        at = titles.get((page.url, page.version))
+        at = titles.get(id(page))
         if at is None:
-            at = titles[(page.url, page.version)] = title_line(page.title, page.lines)
+            at = titles[id(page)] = title_line(page.title, page.lines)
         return at == pick.line or is_heading(page.line(pick.line), heading_max_chars)
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the

@@ -54,7 +54,9 @@ def render(
     their first pick, lines in page order. Returns (answer text, shown passages).
     """
     chosen: dict[tuple[str, int, int], Pick] = {}
-    titles: dict[tuple[str, int], int] = {}  # each page's title line, looked for once
+    # each page's title line, looked for once (by the object: the sections of a PDF document
+    # share its URL and version, each with a title and lines of its own)
+    titles: dict[int, int] = {}
     used = 0
 
     def cost(keys: Iterable[tuple[str, int, int]], page: PageVersion) -> int:
@@ -68,9 +70,9 @@ def render(
         page = pick.page
         extras: list[int] = []
         if with_context:
-            t = titles.get((page.url, page.version))
+            t = titles.get(id(page))
             if t is None:
-                t = titles[(page.url, page.version)] = title_line(page.title, page.lines)
+                t = titles[id(page)] = title_line(page.title, page.lines)
             if t:
                 extras.append(t)
             c = context_line(page, pick.line, heading_max_chars)
