@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import threading
 import unicodedata
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from guiderag.redact import redact
 from guiderag.store.audit import COLUMNS, AuditTable
 from guiderag.store.backend import Connection
 from guiderag.store.connection import restate
+from guiderag.store.sqlite import GuardedConnection
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -102,9 +102,9 @@ def writer_lock(conn: Connection) -> threading.Lock | None:
     """The lock this process's writers of the SQLite store behind `conn` share (by the
     store's location as opened: one file named two ways only meets SQLite's own lock),
     None for a PostgreSQL store (its inserts run side by side)."""
-    if not isinstance(conn, sqlite3.Connection):
+    if not isinstance(conn, GuardedConnection):
         return None
-    where = str(getattr(conn, "location", ""))
+    where = conn.location
     with _WRITERS_LOCK:
         return _WRITERS.setdefault(where, threading.Lock())
 
