@@ -217,8 +217,10 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             return _error(503, "not_ready", public(why, "503 /readyz"))
         return JSONResponse({"status": "ready", "corpus_state": service.loaded_run_id})
 
-    @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)])
-    def ask(body: AskRequest) -> dict[str, Any]:
+    # The answer object is JSON already (Answer.to_json): it is sent as it is, not validated
+    # against a response model and walked by jsonable_encoder again (the same bytes).
+    @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)], response_model=dict[str, Any])
+    def ask(body: AskRequest) -> JSONResponse:
         """Answer one question: the answer object of `guiderag ask --json`, audited first."""
         if len(body.question) > settings.api.api_max_question_chars:
             raise _BadField("question", f"at most {settings.api.api_max_question_chars} characters")
@@ -226,7 +228,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             check_history(body.history, settings.answer, settings.api.api_max_question_chars)
         except InputError as exc:
             raise _BadField("history", str(exc)) from exc
-        return service.ask(body.question, body.mode, body.guideline, body.history).to_json()
+        return JSONResponse(service.ask(body.question, body.mode, body.guideline, body.history).to_json())
 
     @app.exception_handler(_BadField)
     async def bad_field(request: Request, exc: _BadField) -> JSONResponse:

@@ -38,11 +38,12 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _before_fork() -> None:
-    """What a worker must not share with this process: its store connections (each worker
-    opens its own) and PostgreSQL pools (their threads are not forked)."""
-    from guiderag.chatbot import stores
+    """What a worker must not share with this process: its store connections, the loaded
+    libraries' own and every thread's (each worker opens its own), and PostgreSQL pools
+    (their threads are not forked)."""
+    from guiderag.chatbot.library_cache import release_connections
 
-    stores.close_all()
+    release_connections()
     if "guiderag.store.pg" in sys.modules:
         from guiderag.store.pg import close_pools
 

@@ -16,6 +16,7 @@ Timings are of this machine under whatever else it runs: compare the rows of one
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import statistics
@@ -27,8 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
-
-import requests
+from urllib.parse import urlsplit
 
 from guiderag.errors import EvalError, InputError
 from guiderag.processes import answers_200, clean_env, free_port, stop_process, wait_until_serving
@@ -159,6 +159,50 @@ def startup(db: str, work: Path) -> list[dict]:
     return rows
 
 
+class Client:
+    """One client thread's keep-alive connections, one per replica (http.client: the bench
+    shares the machine's cores with the servers, so its own cost per request is kept small
+    and no request pays a connection set-up)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._conns: dict[str, http.client.HTTPConnection] = {}
+
+    def post(self, url: str, path: str, body: dict) -> tuple[int, bytes]:
+        """(status, body) of one POST of `body` as JSON; a kept connection the server closed
+        meanwhile is opened again, once (else OSError or http.client.HTTPException)."""
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data))}
+        for attempt in (1, 2):
+            conn = self._conns.get(url)
+            fresh = conn is None
+            if conn is None:
+                parts = urlsplit(url)
+                conn = self._conns[url] = http.client.HTTPConnection(parts.hostname or "", parts.port,
+                                                                     timeout=self.timeout_s)
+            try:
+                conn.request("POST", path, body=data, headers=headers)
+                reply = conn.getresponse()
+                content = reply.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                del self._conns[url]
+                # only a kept connection the server had closed (idle) is tried again
+                if fresh or attempt == 2 or not isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+                    raise
+                continue
+            if reply.will_close:
+                conn.close()
+                del self._conns[url]
+            return reply.status, content
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+
 def run_clients(urls: Sequence[str], clients: int, total: int, seconds: float,
                 questions: Sequence[str] = QUESTIONS) -> tuple[list[float], list[str], float]:
     """k client threads, round-robin over `urls`, until `total` answers or `seconds` pass:
@@ -171,7 +215,8 @@ def run_clients(urls: Sequence[str], clients: int, total: int, seconds: float,
 
     def client(k: int) -> None:
         nonlocal issued
-        with requests.Session() as session:
+        session = Client(timeout_s=max(1.0, seconds + 30))
+        try:
             while time.monotonic() < deadline:
                 with lock:
                     if issued >= total:
@@ -181,15 +226,16 @@ def run_clients(urls: Sequence[str], clients: int, total: int, seconds: float,
                 url = urls[n % len(urls)]
                 t0 = time.perf_counter()
                 try:
-                    reply = session.post(url + "/v1/ask", json={"question": questions[n % len(questions)]},
-                                         timeout=max(1.0, deadline - time.monotonic() + 30))
-                    ok = reply.status_code == 200
-                    why = "" if ok else f"HTTP {reply.status_code}: {reply.text[:200]}"
-                except requests.RequestException as exc:
+                    status, content = session.post(url, "/v1/ask", {"question": questions[n % len(questions)]})
+                    ok = status == 200
+                    why = "" if ok else f"HTTP {status}: {content[:200].decode('utf-8', 'replace')}"
+                except (OSError, http.client.HTTPException) as exc:
                     ok, why = False, f"{type(exc).__name__}: {exc}"
                 ms = (time.perf_counter() - t0) * 1000.0
                 with lock:
                     (latencies.append(ms) if ok else errors.append(why))
+        finally:
+            session.close()
 
     started = time.monotonic()
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]

@@ -8,9 +8,16 @@ own transaction, so a failed write never loses earlier rows. `export_xlsx` write
 to a workbook atomically; `gaps` lists the questions the guideline did not cover. The
 table is the store's (migration 3 of store.schema; its SQL is store.audit), on SQLite and
 PostgreSQL alike.
+
+An SQLite store has one writer at a time: a second connection's insert waits in SQLite's
+busy handler, which sleeps and polls (1, 2, 5, 10 ... 100 ms), so under concurrent asks
+an answer could wait tens of milliseconds after the lock was free. The threads of one
+process therefore take the store file's writer lock here first (`writer_lock`, woken the
+moment the previous insert committed); only writers of other processes meet SQLite's.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import unicodedata
@@ -25,6 +32,7 @@ from guiderag.redact import redact
 from guiderag.store.audit import COLUMNS, AuditTable
 from guiderag.store.backend import Connection
 from guiderag.store.connection import restate
+from guiderag.store.sqlite import GuardedConnection
 
 from .answer import NOT_GOVERNED, Answer
 
@@ -86,6 +94,21 @@ class Gap:
                 "coverage_reasons": list(self.coverage_reasons)}
 
 
+_WRITERS: dict[str, threading.Lock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def writer_lock(conn: Connection) -> threading.Lock | None:
+    """The lock this process's writers of the SQLite store behind `conn` share (by the
+    store's location as opened: one file named two ways only meets SQLite's own lock),
+    None for a PostgreSQL store (its inserts run side by side)."""
+    if not isinstance(conn, GuardedConnection):
+        return None
+    where = conn.location
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(where, threading.Lock())
+
+
 class AuditLog:
     """The audit log of the store behind `conn` (a Store's `.conn`)."""
 
@@ -93,6 +116,7 @@ class AuditLog:
         self.conn = conn
         self.table = AuditTable(conn)
         self._lock = threading.Lock()  # one connection may serve several app threads
+        self._writer: contextlib.AbstractContextManager[Any] = writer_lock(conn) or contextlib.nullcontext()
 
     # -- writing --------------------------------------------------------------------
     def record(
@@ -183,7 +207,7 @@ class AuditLog:
             if isinstance(row.get(key), str):
                 row[key] = redact(row[key])
         try:
-            with self._lock:
+            with self._lock, self._writer:
                 return self.table.insert(row)
         except StoreAccessError as exc:
             raise restate(exc, "could not write the audit log, so the answer was not shown") from exc

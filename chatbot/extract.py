@@ -84,11 +84,13 @@ def _bigrams(text: str) -> set[str]:
 
 
 def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
-                 context: set[str] | frozenset[str] = frozenset(), context_weight: float = CONTEXT_WEIGHT) -> float:
+                 context: set[str] | frozenset[str] = frozenset(), context_weight: float = CONTEXT_WEIGHT,
+                 total: float | None = None) -> float:
     """The share of the slots' mass a set of terms finds (each slot at its best lambda);
     terms found only in `context` (a line's heading, its table's header row) count at
-    `context_weight`."""
-    total = sum(m for m, _ in slots)
+    `context_weight`. `total`: the slots' mass, when the caller summed it once for many lines."""
+    if total is None:
+        total = sum(m for m, _ in slots)
     if total <= 0:
         return 0.0
     found = 0.0
@@ -187,10 +189,11 @@ def score_lines(
         q_terms = question_terms(question, keywords, analyze)
         weight = _weights(q_terms, [terms for _, terms, _, _, _ in entries], idf)
     max_weight = sum(weight.values()) or 1.0
+    slot_mass = sum(m for m, _ in slots) if slots else 0.0
     scored = []
     for order, (pick, terms, found, gives_kind, context) in enumerate(entries):
         if slots:
-            overlap = slot_overlap(slots, terms, context)
+            overlap = slot_overlap(slots, terms, context, total=slot_mass)
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
         bigram = found / len(q_bigrams) if q_bigrams else 0.0
@@ -228,10 +231,11 @@ def line_coverage(
     lines = _lines(analyze, lines, HEADING_MAX_CHARS)
     if slots is not None:
         best = 0.0
+        mass = sum(m for m, _ in slots)
         for p in passages:
             title = lines.terms(p.page, 0)
             for n in p.lines:
-                best = max(best, slot_overlap(slots, lines.terms(p.page, n) | title))
+                best = max(best, slot_overlap(slots, lines.terms(p.page, n) | title, total=mass))
         return best
     q_terms = question_terms(question, keywords, analyze)
     if not q_terms:
@@ -295,10 +299,16 @@ def extract(
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
+    # each page's title line, looked for once per answer (by the object: the sections of a
+    # PDF document share its URL and version, each with a title and lines of its own)
+    titles: dict[int, int] = {}
 
     def heading(pick: Pick) -> bool:
         page = pick.page
-        return title_line(page.title, page.lines) == pick.line or is_heading(page.line(pick.line), heading_max_chars)
+        at = titles.get(id(page))
+        if at is None:
+            at = titles[id(page)] = title_line(page.title, page.lines)
+        return at == pick.line or is_heading(page.line(pick.line), heading_max_chars)
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the
     # best lines of the first passage that has any come first; then every line sharing a

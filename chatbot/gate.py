@@ -42,6 +42,7 @@ from .extract import line_coverage
 
 if TYPE_CHECKING:
     from guiderag.retrieval import Retriever
+    from guiderag.retrieval.pipeline_ours import OursRetriever
     from guiderag.store import Store
 
 Analyze = Callable[[str], list[str]]
@@ -149,6 +150,8 @@ class EvidenceGate:
         self._coverage_model = decision is None and config.coverage_decision == COVERAGE_MODEL_DECISION
         self.analyze: Analyze = retriever.analyze  # a text's terms as the retriever sees them
         self.lines = retriever.line_analyses
+        # (calibration stamp, the coverage decision made at it): see _decision
+        self._kept: tuple[str, CoverageDecision] | None = None
 
     def judge(self, question: str, result: RetrievalResult, *, asked_figure: bool = True,
               store: Store | None = None, keywords: Sequence[str] = ()) -> Verdict:
@@ -167,7 +170,7 @@ class EvidenceGate:
         from guiderag.retrieval.pipeline_ours import OursRetriever
 
         retriever = cast(OursRetriever, self.retriever)  # the ours pipeline (or a proxy of it, in tests)
-        decision = CoverageDecision.for_retriever(retriever, store)  # the calibration as it is now
+        decision = self._decision(retriever, store)  # the calibration as it is now
         cut = self.config.coverage_operating_point
         coverage = decision.judge(question, result, retriever, self.analyze, None if cut < 0 else cut,
                                   keywords=keywords, lines=self.lines)
@@ -175,6 +178,23 @@ class EvidenceGate:
                             top_score=float(result.top_score), line_coverage=None, asked_figure_missing=None)
         return Verdict(covered=coverage.covered, measures=measures,
                        refused_by=None if coverage.covered else COVERAGE_MODEL, coverage=coverage)
+
+    def _decision(self, retriever: OursRetriever, store: Store | None) -> CoverageDecision:
+        """The guideline's coverage decision as the store holds it now: its calibration's
+        stamp is read (one row, store.calibration.stamp) and the calibration itself only
+        when the stamp differs from the one the kept decision was made at, so a `calibrate`
+        in any process is used from the next ask on."""
+        if store is None:
+            return CoverageDecision.for_retriever(retriever, None)
+        from guiderag.store import calibration
+
+        stamp = calibration.stamp(store)
+        kept = self._kept
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        decision = CoverageDecision.for_retriever(retriever, store)
+        self._kept = (stamp, decision)  # one assignment: a thread reads the old pair or the new
+        return decision
 
     def measure(self, question: str, result: RetrievalResult, *, asked_figure: bool = True) -> Measures:
         """What `result` holds for `question` (see Measures for the ones that do not apply)."""

@@ -17,6 +17,7 @@ loaded libraries in chatbot.library_cache, keyed on the store's state.
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Sequence
 
@@ -56,7 +57,9 @@ class Library:
         self.config = config
         self.llm = llm or LLMClient(config.model)
         self._own_store = store is None
-        self.store = store or Store(config.store.store, create=False)
+        self._store: Store | None = store or Store(config.store.store, create=False)
+        self._store_pid = os.getpid()
+        self._closed = False
         counts = self.store.page_counts()
         # The guidelines that can answer: live, with live pages, in id order.
         self.guidelines: list[Guideline] = [g for g in self.store.guidelines() if counts.get(g.id)]
@@ -65,10 +68,32 @@ class Library:
         self._loading = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        """The connection the guidelines are read through: the one given, else the Library's
+        own, opened again in a forked process (a connection is never used across fork:
+        SQLite forbids it) or after `release`."""
+        held = self._store
+        if self._own_store and not self._closed and (held is None or self._store_pid != os.getpid()):
+            held = self._store = Store(self.config.store.store, create=False)
+            self._store_pid = os.getpid()
+        assert held is not None
+        return held
+
+    def release(self) -> None:
+        """Close the Library's own connection; it is opened again when next needed (before
+        a fork: each worker process opens its own)."""
+        held = self._store
+        if self._own_store and held is not None and self._store_pid == os.getpid():
+            self._store = None
+            held.close()
+
     def close(self) -> None:
         """Close the Library's own store connection (asks in flight have their own)."""
         if self._own_store:
-            self.store.close()
+            self._closed = True
+            if self._store is not None and self._store_pid == os.getpid():
+                self._store.close()
 
     def __enter__(self) -> "Library":
         return self

@@ -114,6 +114,13 @@ class LibraryCache:
         finally:
             LOAD_LOCK.release()
 
+    def release(self) -> None:
+        """Close the libraries' own store connections, to be opened again when next needed
+        (before a fork: a worker process opens its own)."""
+        for library in (self._retired, self._loaded.library if self._loaded is not None else None):
+            if library is not None:
+                library.release()
+
     def close(self) -> None:
         """Close the libraries' own store connections (asks in flight have their own)."""
         for library in (self._retired, self._loaded.library if self._loaded is not None else None):
@@ -149,6 +156,17 @@ def shared_library(config: BotConfig, state: str | None = None) -> Library:
     """The library of `config`'s store as it is now, shared by every caller in the process
     (`state`: Store.state() as the caller just read it, else read here)."""
     return cache_for(config).library(state)
+
+
+def release_connections() -> None:
+    """Close every store connection this process holds, its libraries' own and every
+    thread's (chatbot.stores), each opened again when next needed: called before forking
+    workers (api.workers), which must not share a connection with this process."""
+    with _CACHES_LOCK:
+        caches = list(_CACHES.values())
+    for cache in caches:
+        cache.release()
+    close_stores()
 
 
 def clear() -> None:

@@ -54,18 +54,25 @@ def render(
     their first pick, lines in page order. Returns (answer text, shown passages).
     """
     chosen: dict[tuple[str, int, int], Pick] = {}
+    # each page's title line, looked for once (by the object: the sections of a PDF document
+    # share its URL and version, each with a title and lines of its own)
+    titles: dict[int, int] = {}
     used = 0
 
     def cost(keys: Iterable[tuple[str, int, int]], page: PageVersion) -> int:
         return sum(len(page.line(k[2])) + 1 for k in keys if k not in chosen)
 
     for pick in picks:
+        if chosen and used >= budget:
+            break  # full: a line costs at least 2 (a letter and its newline), none fits any more
         if pick.key in chosen or not pick.page.line(pick.line).strip():
             continue
         page = pick.page
         extras: list[int] = []
         if with_context:
-            t = title_line(page.title, page.lines)
+            t = titles.get(id(page))
+            if t is None:
+                t = titles[id(page)] = title_line(page.title, page.lines)
             if t:
                 extras.append(t)
             c = context_line(page, pick.line, heading_max_chars)

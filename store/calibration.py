@@ -9,10 +9,16 @@ store, so the next `ask`, `serve` or `chat` answer uses it, on SQLite and Postgr
 alike; `calibrate --reset` deletes the row and the shipped model applies again. A row
 fitted on a corpus version that has since changed is still used, and flagged
 (`guiderag guidelines`, `guiderag check`).
+
+Every save and removal also writes a new token to the store's meta row STAMP_KEY, in the
+same transaction: `stamp(store)` reads that one row, so a process answering many
+questions reads the token per ask and the calibration itself (its model's JSON) only when
+the token changed (chatbot.gate).
 """
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +28,8 @@ if TYPE_CHECKING:
     from .pages import Store
 
 TABLE = "coverage_calibrations"
+# The meta row whose value changes with every save and removal (a new random token).
+STAMP_KEY = "coverage_calibrations_stamp"
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ def save(store: Store, guideline: str, corpus_version: str, model: dict[str, Any
                                   "summary": json.dumps(cal.summary, ensure_ascii=False)},
                           key=("guideline_id",),
                           update={c: f"excluded.{c}" for c in ("corpus_version", "fitted_at", "model", "summary")})
+        _new_stamp(store)
     return cal
 
 
@@ -72,7 +81,21 @@ def remove(store: Store, guideline: str) -> bool:
     conn = store.conn
     with conn.transaction():
         cur = conn.execute(f"DELETE FROM {TABLE} WHERE guideline_id = {conn.param}", (guideline,))
+        _new_stamp(store)
     return bool(cur.rowcount)
+
+
+def stamp(store: Store) -> str:
+    """A token that changes whenever any guideline's calibration is saved or removed, by
+    any process: one row's read ("" for a store no calibration was ever written to with
+    it). Equal tokens: the calibrations are what they were."""
+    return store.get_meta(STAMP_KEY) or ""
+
+
+def _new_stamp(store: Store) -> None:
+    """A new token (inside the caller's transaction: it commits with the change)."""
+    store.conn.upsert("meta", {"key": STAMP_KEY, "value": uuid.uuid4().hex}, key=("key",),
+                      update={"value": "excluded.value"})
 
 
 def all_calibrations(store: Store) -> dict[str, Calibration]:
