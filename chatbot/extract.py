@@ -28,11 +28,11 @@ from guiderag.retrieval.lines import ComputedLines, LineAnalyses
 from guiderag.retrieval.result import Passage
 from guiderag.retrieval.retriever import Slots
 from guiderag.store import PageVersion, structure
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item
 
 from .answer import ShownPassage
 from .answer_type import asked_kinds
-from .shown import Pick, context_line, render
+from .shown import Pick, TitleLines, context_line, render
 
 Analyze = Callable[[str], Sequence[str]]
 # Slots: the retriever's query slots (retrieval.retriever): (mass, {corpus term: lambda}) per
@@ -299,16 +299,10 @@ def extract(
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
-    # each page's title line, looked for once per answer (by the object: the sections of a
-    # PDF document share its URL and version, each with a title and lines of its own)
-    titles: dict[int, int] = {}
+    titles = TitleLines()  # shared with render: each page's title line looked for once
 
     def heading(pick: Pick) -> bool:
-        page = pick.page
-        at = titles.get(id(page))
-        if at is None:
-            at = titles[id(page)] = title_line(page.title, page.lines)
-        return at == pick.line or is_heading(page.line(pick.line), heading_max_chars)
+        return titles(pick.page) == pick.line or is_heading(pick.page.line(pick.line), heading_max_chars)
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the
     # best lines of the first passage that has any come first; then every line sharing a
@@ -343,7 +337,7 @@ def extract(
         for n in (best.line + 1, best.line - 1):
             if 1 <= n <= len(page.lines):
                 fillers.append(Pick(page, n, best.score))
-    return render(ordered + fillers + headings, budget, heading_max_chars=heading_max_chars)
+    return render(ordered + fillers + headings, budget, heading_max_chars=heading_max_chars, titles=titles)
 
 
 _INTRODUCES = ("次のような", "次の", "以下のような", "以下の", "主な")

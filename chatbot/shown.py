@@ -32,6 +32,21 @@ class Pick:
         return (self.page.url, self.page.version, self.line)
 
 
+class TitleLines:
+    """Each page's title line (store.structure.title_line), looked for once per answer. Kept
+    by the page object, not its URL and version: the sections of a PDF document share both,
+    each with a title and lines of its own (pages outlive the answer that holds this)."""
+
+    def __init__(self) -> None:
+        self._at: dict[int, int] = {}
+
+    def __call__(self, page: PageVersion) -> int:
+        at = self._at.get(id(page))
+        if at is None:
+            at = self._at[id(page)] = title_line(page.title, page.lines)
+        return at
+
+
 def context_line(page: PageVersion, number: int, heading_max_chars: int = HEADING_MAX_CHARS) -> int | None:
     """The line a reader needs above line `number`: the sentence introducing a list item,
     else the nearest heading above it (None when the line is itself a heading;
@@ -45,6 +60,7 @@ def render(
     *,
     with_context: bool = True,
     heading_max_chars: int = HEADING_MAX_CHARS,
+    titles: TitleLines | None = None,
 ) -> tuple[str, list[ShownPassage]]:
     """Lay out picked lines (highest priority first) within `budget` characters.
 
@@ -54,9 +70,7 @@ def render(
     their first pick, lines in page order. Returns (answer text, shown passages).
     """
     chosen: dict[tuple[str, int, int], Pick] = {}
-    # each page's title line, looked for once (by the object: the sections of a PDF document
-    # share its URL and version, each with a title and lines of its own)
-    titles: dict[int, int] = {}
+    title_of = titles if titles is not None else TitleLines()  # the caller's, when it has one
     used = 0
 
     def cost(keys: Iterable[tuple[str, int, int]], page: PageVersion) -> int:
@@ -70,9 +84,7 @@ def render(
         page = pick.page
         extras: list[int] = []
         if with_context:
-            t = titles.get(id(page))
-            if t is None:
-                t = titles[id(page)] = title_line(page.title, page.lines)
+            t = title_of(page)
             if t:
                 extras.append(t)
             c = context_line(page, pick.line, heading_max_chars)

@@ -213,7 +213,7 @@ class SudachiSynonyms:
 
     def __init__(self, groups: dict[str, list[tuple[str, int]]]) -> None:
         self._groups = groups
-        self._phrases: dict[str, PatientTable] = {}
+        self._phrases: PatientTable | None = None
         self._by_word: dict[str, list[str]] = {}
         for gid, members in groups.items():
             for word, flag in members:
@@ -256,16 +256,18 @@ class SudachiSynonyms:
                 rows.append((word, self.synonyms(word)))
         return [r for r in rows if r[1]]
 
-    def phrase_table(self, tokens_of: Callable[[str], list[Token]], key: str) -> PatientTable:
-        """The phrases of phrase_rows as an exact phrase table, made once per `key` (the
-        analyzer's fingerprint)."""
-        with _SUDACHI_LOCK:
-            table = self._phrases.get(key)
-            if table is None:
-                # a phrase MeCab reads as one word (ちがい -> 違い) is a word: looked up as one
-                rows = [r for r in self.phrase_rows() if len(tokens_of(r[0])) >= 2]
-                table = self._phrases[key] = PatientTable.from_rows(rows, tokens_of, "sudachi-phrases", exact=True)
-            return table
+    def phrase_table(self) -> PatientTable:
+        """The phrases of phrase_rows as an exact phrase table, made once: read as questions
+        are tokenised (retrieval.analyzer.tokenize, which no analyzer setting changes)."""
+        table = self._phrases
+        if table is None:
+            with _SUDACHI_LOCK:
+                if self._phrases is None:
+                    # a phrase MeCab reads as one word (ちがい -> 違い) is a word: looked up as one
+                    rows = [r for r in self.phrase_rows() if len(tokenize(r[0])) >= 2]
+                    self._phrases = PatientTable.from_rows(rows, tokenize, "sudachi-phrases", exact=True)
+                table = self._phrases
+        return table
 
 
 _SUDACHI: dict[Path, SudachiSynonyms] = {}

@@ -377,7 +377,7 @@ class QueryBuilder:
         if sudachi is None:
             return
         lam = self.config.synonym_dict_weight
-        table = sudachi.phrase_table(tokenize, self.analyzer.fingerprint())
+        table = sudachi.phrase_table()
         for match in table.matches(tokens):
             lo, hi = match.positions[0], match.positions[-1] + 1
             source = "".join(t.surface for t in tokens[lo:hi])
