@@ -7,17 +7,18 @@ several alternatives or a compound's words (Slot.parts), its best lambda * w per
 `ChannelSums` computes exactly those numbers without scipy's slices, from the matrix's
 own arrays (indptr, indices, data), in two parts of the ROW LAYOUT (retrieval.index):
 
-- the head rows (passages and pages), every one at once: one gather of the query
-  columns' stored entries in those rows and one scatter-add (np.add.at, sequential: the
-  same float32 additions in the same order as the sparse product);
+- the head rows (passages and pages), every one at once: each query column's stored
+  entries in those rows added in place by scipy's own sparse-product loop, run on views
+  of the column (no copy, no matrix object): the same float32 additions in the same
+  order as the sparse product;
 - the span rows (line spans, presence only), on demand and only those asked for: the
   proximity factor wants the spans of the few passages that may clear the threshold,
   so each query column is searched (np.searchsorted) for those spans, instead of
   summing the column's hundreds of thousands of span entries at 10,000 pages. Asked for
-  most spans (`query_scores`), the span rows are summed like the head, once.
+  most spans, the span rows are summed like the head, once.
 
 Within a CSC column the rows are sorted, so a column's head entries precede its span
-entries: one searchsorted per query column finds where they part.
+entries: `Columns` finds where they part, once per column and index.
 """
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+
+try:  # scipy's C loop of its sparse product (y += A @ x), called on one column's views
+    from scipy.sparse._sparsetools import csc_matvec as _csc_matvec
+except ImportError:  # pragma: no cover - a scipy without it: numpy's scatter, the same arithmetic
+    _csc_matvec = None
 
 # A request for more span rows than 1/SPAN_DENSE_SHARE of the query columns' span entries
 # (times the columns searched) sums every span row at once instead.
@@ -45,13 +51,55 @@ class SlotSpec:
     together: np.ndarray | None = None
 
 
-class ChannelSums:
-    """The shares of the question's mass of one channel (the module docstring); `head`:
-    the number of head rows (passages + pages) of `matrix`."""
+def add_column(out: np.ndarray, rows: np.ndarray, values: np.ndarray, weight: np.float32) -> None:
+    """out[rows] += values * weight in float32, for the distinct rows of one column: the
+    product and the sum of scipy's sparse product, entry by entry. `rows` must lie in `out`."""
+    if _csc_matvec is not None and len(rows):
+        _csc_matvec(len(out), 1, np.array([0, len(rows)], dtype=rows.dtype), rows, values,
+                    np.array([weight], dtype=np.float32), out)
+    elif len(rows):
+        out[rows] += values * np.float32(weight)
 
-    def __init__(self, matrix: sp.csc_matrix, head: int, specs: Sequence[SlotSpec]) -> None:
+
+class Columns:
+    """A channel's matrix (the ROW LAYOUT, CSC, sorted rows) and what every question's
+    sums read of it: where each column's head entries end and its span entries begin
+    (found on a column's first use, kept), and a run of ones as long as the longest
+    column (presence is a column's entries read as 1). One per channel and index, shared
+    by every question (the kept ends are written once each, the same by any thread)."""
+
+    def __init__(self, matrix: sp.csc_matrix, head: int) -> None:
         self.matrix = matrix
         self.head = head
+        self.indptr = matrix.indptr
+        self.indices = matrix.indices
+        self.data = matrix.data
+        self._cut = np.full(matrix.shape[1], -1, dtype=np.int64)
+        lengths = np.diff(matrix.indptr)
+        self.ones = np.ones(int(lengths.max()) if len(lengths) else 0, dtype=matrix.dtype)
+
+    def cut(self, c: int) -> int:
+        """Where column c's span entries begin (its head entries end)."""
+        at = int(self._cut[c])
+        if at < 0:
+            lo, hi = int(self.indptr[c]), int(self.indptr[c + 1])
+            at = lo + int(np.searchsorted(self.indices[lo:hi], self.head))
+            self._cut[c] = at
+        return at
+
+    def bounds(self, c: int, head: bool) -> tuple[int, int]:
+        """Where column c's entries in the head rows (`head`) or in the span rows lie."""
+        return (int(self.indptr[c]), self.cut(c)) if head else (self.cut(c), int(self.indptr[c + 1]))
+
+
+class ChannelSums:
+    """The shares of the question's mass of one channel (the module docstring), read from
+    the channel's `Columns`."""
+
+    def __init__(self, columns: Columns, specs: Sequence[SlotSpec]) -> None:
+        self.columns = columns
+        self.head = columns.head
+        self.n_rows = columns.matrix.shape[0]
         self.mass = sum(x.mass for x in specs)
         self.lin_cols: list[int] = []
         lin_w: list[float] = []
@@ -64,10 +112,8 @@ class ChannelSums:
                 self.multi.append(x)
         self.lin_w = np.asarray(lin_w, dtype=np.float32)
         used = {*self.lin_cols, *(c for x in self.multi for c, _ in x.cols), *(p for x in self.multi for p in x.parts)}
-        indptr, indices = matrix.indptr, matrix.indices
-        # where each query column's span entries begin (its rows are sorted)
-        self._cut = {c: int(indptr[c]) + int(np.searchsorted(indices[indptr[c]:indptr[c + 1]], head)) for c in used}
-        self._span_entries = sum(int(indptr[c + 1]) - self._cut[c] for c in used)
+        self._n_used = len(used)
+        self._span_entries = sum(int(columns.indptr[c + 1]) - columns.cut(c) for c in used)
         self._spans: np.ndarray | None = None
 
     # -- the head rows -------------------------------------------------------------
@@ -83,12 +129,13 @@ class ChannelSums:
         wanted, back = np.unique(idx, return_inverse=True)
         rows = wanted.astype(np.int64) + self.head
         found: dict[int, np.ndarray] = {}
+        cols = self.columns
 
         def has(c: int) -> np.ndarray:
             """Whether each wanted span holds column c (a span entry is 1: presence)."""
             hit = found.get(c)
             if hit is None:
-                col = self.matrix.indices[self._cut[c]:self.matrix.indptr[c + 1]]
+                col = cols.indices[cols.cut(c):cols.indptr[c + 1]]
                 if not len(col):
                     hit = np.zeros(len(rows), dtype=bool)
                 else:
@@ -114,7 +161,7 @@ class ChannelSums:
 
     def dense_better(self, n: int) -> bool:
         """Whether n span rows are asked for more cheaply by summing every span row."""
-        return n * len(self._cut) * SPAN_DENSE_SHARE > self._span_entries
+        return n * self._n_used * SPAN_DENSE_SHARE > self._span_entries
 
     def all_spans(self) -> np.ndarray:
         """The shares of every span row (made once)."""
@@ -125,19 +172,26 @@ class ChannelSums:
     # -- both ----------------------------------------------------------------------
     def _dense(self, head: bool, present: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """(shares, presence shares or None) of every head row (`head`) or every span row."""
-        lo, hi = (0, self.head) if head else (self.head, self.matrix.shape[0])
-        n = hi - lo
-        values = np.zeros(n, dtype=np.float32)
-        pres = np.zeros(n, dtype=np.float32) if present else None
-        if self.lin_cols:
-            # scipy's sparse product over the gathered columns: its float32 sums, in its order
-            sub = self._columns(self.lin_cols, head, lo)
-            values += sub @ self.lin_w
+        cols = self.columns
+        lo, hi = (0, self.head) if head else (self.head, self.n_rows)
+        # the span rows are summed in a buffer of every row (the columns' row numbers as
+        # stored), of which the span part is returned
+        values = np.zeros(hi, dtype=np.float32)
+        pres = np.zeros(hi, dtype=np.float32) if present else None
+        for k, c in enumerate(self.lin_cols):
+            a, b = cols.bounds(c, head)
+            rows = cols.indices[a:b]
+            add_column(values, rows, cols.data[a:b], self.lin_w[k])
             if pres is not None:
-                sub.data = np.ones(len(sub.data), dtype=np.float32)
-                pres += sub @ self.lin_w
-        if not self.multi:
-            return values, pres
+                add_column(pres, rows, cols.ones[:b - a], self.lin_w[k])
+        if self.multi:
+            self._add_multi(values, pres, head, lo)
+        return values[lo:], None if pres is None else pres[lo:]
+
+    def _add_multi(self, values: np.ndarray, pres: np.ndarray | None, head: bool, lo: int) -> None:
+        """Each slot with several alternatives or a compound's words, after the others: its
+        best lambda * w per row (the module docstring), rows lo.. of `values` and `pres`."""
+        n = len(values) - lo
         multi = self.multi
         cols = [c for x in multi for c, _ in x.cols]
         lams = np.asarray([lam for x in multi for _, lam in x.cols], dtype=np.float32)
@@ -145,6 +199,7 @@ class ChannelSums:
         rows, vals, which = self._postings(cols, head, lo)
         best = _multi_best(n, rows, vals, lams[which], slot[which], len(multi), False)
         best_present = _multi_best(n, rows, vals, lams[which], slot[which], len(multi), True) if pres is not None else None
+        hi = len(values)
         for k, x in enumerate(multi):
             part = np.float32(x.mass / self.mass)
             for target, table, ones in ((values, best, False), (pres, best_present, True)):
@@ -157,36 +212,20 @@ class ChannelSums:
                     if x.together is not None:  # only where one line span says them together
                         least = least * x.together[lo:hi]
                     column = np.maximum(column, np.float32(x.parts_weight) * least)
-                target += part * column
-        return values, pres
-
-    def _ranges(self, cols: Sequence[int], head: bool) -> list[tuple[int, int]]:
-        """Where the entries of each column of `cols` in the head (`head`) or span rows lie."""
-        indptr = self.matrix.indptr
-        if head:
-            return [(int(indptr[c]), self._cut[c]) for c in cols]
-        return [(self._cut[c], int(indptr[c + 1])) for c in cols]
-
-    def _columns(self, cols: Sequence[int], head: bool, lo: int) -> sp.csc_matrix:
-        """The columns `cols` of the head (`head`) or span rows as a CSC matrix of those
-        rows (numbered from `lo`): each column's entries copied as one slice."""
-        m = self.matrix
-        ranges = self._ranges(cols, head)
-        lens = np.asarray([b - a for a, b in ranges], dtype=np.int64)
-        indptr = np.concatenate([[0], np.cumsum(lens)]).astype(m.indptr.dtype)
-        indices = np.concatenate([m.indices[:0], *(m.indices[a:b] for a, b in ranges)])
-        if lo:
-            indices -= indices.dtype.type(lo)
-        data = np.concatenate([m.data[:0], *(m.data[a:b] for a, b in ranges)])
-        hi = self.head if head else m.shape[0]
-        return sp.csc_matrix((data, indices, indptr), shape=(hi - lo, len(cols)), copy=False)
+                target[lo:] += part * column
 
     def _postings(self, cols: Sequence[int], head: bool, lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The stored entries of the columns `cols` in the head rows (`head`) or the span
         rows, column after column as `cols` lists them: their rows (less `lo`), values, and
         the position in `cols` of each one's column."""
-        sub = self._columns(cols, head, lo)
-        return sub.indices, sub.data, np.repeat(np.arange(len(cols)), np.diff(sub.indptr))
+        c = self.columns
+        ranges = [c.bounds(col, head) for col in cols]
+        rows = np.concatenate([c.indices[:0], *(c.indices[a:b] for a, b in ranges)])
+        if lo:
+            rows -= rows.dtype.type(lo)
+        vals = np.concatenate([c.data[:0], *(c.data[a:b] for a, b in ranges)])
+        which = np.repeat(np.arange(len(cols)), [b - a for a, b in ranges])
+        return rows, vals, which
 
 
 def _least(n: int, rows: np.ndarray, vals: np.ndarray, n_cols: int, presence: bool) -> np.ndarray:

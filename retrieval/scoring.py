@@ -78,11 +78,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import scipy.sparse as sp
 
 from guiderag.scopes import RetrievalConfig
 
-from .channel_sums import ChannelSums, SlotSpec, rows_holding
+from .channel_sums import ChannelSums, Columns, SlotSpec, rows_holding
 from .index import IndexData
 from .query import Query, Slot
 
@@ -111,11 +110,10 @@ UNKNOWN_TERM_WEIGHT = 1.0
 # How many passages with the highest score bound get their exact score first when looking
 # for the top one (more are scored when one of the others could still beat them).
 TOP_FIRST = 16
-# When more than 1/ALL_RANGES_SHARE of the passages want their proximity factor, every
-# passage's best span is taken at once (PassageScorer._all_best).
+# When more than 1/ALL_RANGES_SHARE of the passages want their proximity factor (or their
+# spans are many enough to sum every span), every passage's best span is taken at once
+# (PassageScorer._all_best).
 ALL_RANGES_SHARE = 4
-# At most this many spans of a passage per row of that grid (a window holds about 6 lines).
-RANGE_WIDTH = 16
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 
@@ -188,10 +186,14 @@ class _Mix:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
 
+    def dense_better(self, n: int) -> bool:
+        """Whether n span rows are read more cheaply from every span's shares (`all_spans`)."""
+        return self._all_spans is not None or any(sums.dense_better(n) for _, sums in self.spans)
+
     def span(self, rows: np.ndarray) -> np.ndarray:
         """The presence shares of the line spans `rows`, both channels mixed: searched for
         in the query's columns when they are few, else gathered from `all_spans`."""
-        if self._all_spans is not None or any(sums.dense_better(len(rows)) for _, sums in self.spans):
+        if self.dense_better(len(rows)):
             return self.all_spans()[rows]
         out = np.zeros(len(rows), dtype=np.float32)
         for share, sums in self.spans:
@@ -227,9 +229,12 @@ class PassageScorer:
         self.data = data
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
-        self._page_w: tuple[float, np.ndarray | float] | None = None
-        # every passage's span range as one row of a grid (_all_best): (passages, grid, longer ones)
-        self._ranges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._page_w: tuple[float, tuple[np.ndarray | float, np.ndarray | float, bool]] | None = None
+        # per k, the passages whose span range is 2**k .. 2**(k+1) - 1 long, its first span and
+        # its last run of 2**k spans (_all_best)
+        self._ranges: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] | None = None
+        head = data.n_passages + data.n_pages
+        self._columns = {"terms": Columns(data.terms, head), "bigrams": Columns(data.bigrams, head)}
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.query): its term's idf, else its best alternative's,
@@ -293,7 +298,7 @@ class PassageScorer:
         return specs
 
     @staticmethod
-    def _channel(specs: list[SlotSpec], unknown: list[str], matrix: sp.csc_matrix, data: IndexData,
+    def _channel(specs: list[SlotSpec], unknown: list[str], columns: Columns, data: IndexData,
                  use_spans: bool) -> _Channel:
         """One channel's shares of the question's mass on every row of its matrix (the ROW
         LAYOUT: passages, pages, line spans): each slot adds mass * (its best alternative's
@@ -305,7 +310,7 @@ class PassageScorer:
         mass = sum(x.mass for x in specs)
         if mass <= 0 or not any(x.cols or x.parts for x in specs):
             return _Channel(None, None, unknown)
-        sums = ChannelSums(matrix, data.n_passages + data.n_pages, specs)
+        sums = ChannelSums(columns, specs)
         values, present = sums.head_rows(use_spans)
         passages, pages = data.rows("passages"), data.rows("pages")
         if present is None:
@@ -313,8 +318,9 @@ class PassageScorer:
         # presence shares of the window and of each span (see the module docstring)
         return _Channel(values[passages], values[pages], unknown, present[passages], sums)
 
-    def _page_weights(self) -> np.ndarray | float:
-        """w(P) of each passage's page: settings.qa_page_weight on a Q&A page, else PAGE_WEIGHT."""
+    def _page_weights(self) -> tuple[np.ndarray | float, np.ndarray | float, bool]:
+        """w(P) of each passage's page (settings.qa_page_weight on a Q&A page, else
+        PAGE_WEIGHT), 1 - w(P), and whether any w(P) is not 0: made once per PAGE_WEIGHT."""
         pw = PAGE_WEIGHT
         if self._page_w is None or self._page_w[0] != pw:
             s, d = self.config, self.data
@@ -323,7 +329,7 @@ class PassageScorer:
                                                  np.float32(pw))
             else:
                 w = pw
-            self._page_w = (pw, w)
+            self._page_w = (pw, (w, 1.0 - w, bool(np.any(w))))
         return self._page_w[1]
 
     def _mix(self, query: Query) -> _Mix:
@@ -332,8 +338,8 @@ class PassageScorer:
         ws = SPAN_WEIGHT
         specs, unknown = self._term_specs(query)
         use = ws > 0
-        terms = self._channel(specs, unknown, d.terms, d, use)
-        grams = self._channel(self._bigram_specs(query), [], d.bigrams, d, use)
+        terms = self._channel(specs, unknown, self._columns["terms"], d, use)
+        grams = self._channel(self._bigram_specs(query), [], self._columns["bigrams"], d, use)
         wb = BIGRAM_WEIGHT
         passage = np.zeros(d.n_passages, dtype=np.float32)
         page = np.zeros(d.n_pages, dtype=np.float32)
@@ -359,15 +365,16 @@ class PassageScorer:
         f = self._span_factor(mix, rows) if factor and mix.use_spans else None
         if f is not None:
             passage = passage * f
-        w = self._page_weights()
-        if np.any(w):
+        w, rest, weighed = self._page_weights()
+        if weighed:
             # the page's share, times the passage's proximity factor: the terms a Q&A page
             # holds count less when this passage's lines do not say them together
             of_page = mix.page[d.passage_page if rows is None else d.passage_page[rows]]
             if f is not None:
                 of_page = of_page * f
-            wr = w[rows] if isinstance(w, np.ndarray) and rows is not None else w
-            combined = (1.0 - wr) * passage + wr * of_page
+            if isinstance(w, np.ndarray) and isinstance(rest, np.ndarray) and rows is not None:
+                w, rest = w[rows], rest[rows]
+            combined = rest * passage + w * of_page
         else:
             combined = passage
         if SCORE_POWER != 1.0:
@@ -389,8 +396,9 @@ class PassageScorer:
         ok = np.flatnonzero((present > 0) & (end > first))
         if not len(ok):
             return out
-        if len(ok) * ALL_RANGES_SHARE > d.n_passages and mix.spans:
-            # most passages: every passage's best span from the index's ranges, laid out once
+        if mix.spans and (len(ok) * ALL_RANGES_SHARE > d.n_passages
+                          or mix.dense_better(int((end[ok] - first[ok]).sum()))):
+            # most passages, or spans enough to sum every one: every passage's best span at once
             best = self._all_best(mix)[ok if rows is None else rows[ok]]
         else:
             best = _range_max(mix.span, first[ok], end[ok])
@@ -399,27 +407,26 @@ class PassageScorer:
         return out
 
     def _all_best(self, mix: _Mix) -> np.ndarray:
-        """Every passage's best span presence share (0 for a passage without spans)."""
+        """Every passage's best span presence share (0 for a passage without spans): a
+        range maximum over the spans' shares, from a sparse table of them (the maximum of
+        every run of 2**k spans, k up to log2 of the longest range): the maximum over a
+        passage's range is that of the two runs of 2**k spans that cover it, k =
+        floor(log2(its length)). Which passages take which k is laid out once per index."""
         d = self.data
         if self._ranges is None:
-            # one column of span numbers per passage with spans, RANGE_WIDTH at most, a short
-            # range padded with its last span (the max is unchanged); longer ones apart
-            first, end = d.passage_span_first, d.passage_span_end
+            first, end = d.passage_span_first.astype(np.int64), d.passage_span_end.astype(np.int64)
             has = np.flatnonzero(end > first)
-            lens = (end[has] - first[has]).astype(np.int64)
-            width = int(min(lens.max(), RANGE_WIDTH)) if len(has) else 0
-            grid = np.ascontiguousarray(  # (width, passages): the max runs over whole rows
-                (first[has].astype(np.int64)[:, None] + np.minimum(np.arange(width), lens[:, None] - 1)).T)
-            self._ranges = (has, grid, np.flatnonzero(lens > width))
-        has, grid, long = self._ranges
+            level = np.log2(np.maximum(end[has] - first[has], 1)).astype(np.int64) if len(has) else has
+            self._ranges = [(k, has[level == k], first[has][level == k], end[has][level == k] - (1 << k))
+                            for k in range(int(level.max()) + 1 if len(has) else 0)]
         out = np.zeros(d.n_passages, dtype=np.float32)
-        if len(has):
-            spans = mix.all_spans()
-            best = spans[grid].max(axis=0)
-            if len(long):
-                rows = has[long]
-                best[long] = _range_max(spans.take, d.passage_span_first[rows], d.passage_span_end[rows])
-            out[has] = best
+        runs = mix.all_spans()
+        for k, rows, lo, hi in self._ranges:
+            if k:
+                half = 1 << (k - 1)
+                runs = np.maximum(runs[:-half], runs[half:])  # runs[i]: the max of spans i .. i + 2**k - 1
+            if len(rows):
+                out[rows] = np.maximum(runs[lo], runs[hi])
         return out
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:

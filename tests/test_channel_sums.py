@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from guiderag.retrieval import channel_sums, scoring
 from guiderag.retrieval.bench import generate_corpus
 from guiderag.retrieval.build import build_data
-from guiderag.retrieval.channel_sums import ChannelSums, SlotSpec
+from guiderag.retrieval.channel_sums import ChannelSums, Columns, SlotSpec
 from guiderag.retrieval.index import make_analyzer
 from guiderag.retrieval.pipeline_ours import OursRetriever
 from guiderag.settings import Settings
@@ -100,7 +100,7 @@ def test_channel_sums_are_the_scipy_sums(index, channel: str, monkeypatch) -> No
     for _ in range(60):
         specs = _random_specs(rng, matrix, matrix.shape[0])
         want, want_present = reference_rows(matrix, specs)
-        sums = ChannelSums(matrix, head, specs)
+        sums = ChannelSums(Columns(matrix, head), specs)
         got, got_present = sums.head_rows(True)
         assert np.array_equal(got, want[:head]) and np.array_equal(got_present, want_present[:head])
         few = rng.choice(data.n_spans, size=12)  # unsorted, repeats: as a passage's ranges give them
@@ -116,11 +116,12 @@ def test_channel_sums_are_the_scipy_sums(index, channel: str, monkeypatch) -> No
     assert checked == 60 and nonzero > 1000
 
 
-@pytest.mark.parametrize("width,dense_share", [(16, channel_sums.SPAN_DENSE_SHARE), (2, 10**6), (16, 0)])
-def test_every_path_to_the_span_factor_gives_the_same_scores(index, monkeypatch, width: int, dense_share: int) -> None:
-    """Every passage's best span from the grid (some ranges longer than its width), from the
-    spans searched for one by one, or from every span summed: the same scores, exactly, in
-    query_scores and in the hits of the search."""
+@pytest.mark.parametrize("path", ["table", "ranges", "searched"])
+def test_every_path_to_the_span_factor_gives_the_same_scores(index, monkeypatch, path: str) -> None:
+    """Every passage's best span from the sparse table of every span's shares (asked for
+    every passage, or for spans enough), from the spans searched for one by one, or from
+    every span summed and read range by range: the same scores, exactly, in query_scores
+    and in the hits of the search."""
     corpus, settings, analyzer, data = index
     retriever = OursRetriever(settings.retrieval, corpus.pages, data, analyzer, guideline="default")
     thresholds = retriever._thresholds()
@@ -129,10 +130,15 @@ def test_every_path_to_the_span_factor_gives_the_same_scores(index, monkeypatch,
         query = retriever.query(question)[0]
         hits = retriever.scorer.query_hits(query, thresholds, 0.01)
         baseline[question] = (retriever.query_scores(query)[0], hits.rows, hits.scores)
-    monkeypatch.setattr(scoring, "RANGE_WIDTH", width)
-    monkeypatch.setattr(channel_sums, "SPAN_DENSE_SHARE", dense_share)
-    if dense_share == 0:
-        monkeypatch.setattr(scoring, "ALL_RANGES_SHARE", 10**9)  # never every passage at once
+    if path == "table":  # always every passage's best span at once
+        monkeypatch.setattr(scoring, "ALL_RANGES_SHARE", 10**9)
+    else:
+        monkeypatch.setattr(scoring, "ALL_RANGES_SHARE", 0)
+        monkeypatch.setattr(scoring._Mix, "dense_better", lambda self, n: False)
+        if path == "ranges":  # every span summed, each range's maximum read apart
+            monkeypatch.setattr(scoring._Mix, "span", lambda self, rows: self.all_spans()[rows])
+        else:  # each wanted span searched for in the query's columns
+            monkeypatch.setattr(channel_sums, "SPAN_DENSE_SHARE", 0)
     other = OursRetriever(settings.retrieval, corpus.pages, data, analyzer, guideline="default")
     scored = 0
     for question in corpus.queries:
