@@ -80,6 +80,7 @@ class OursRetriever(Retriever):
         self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
         self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
         self._threshold_of: np.ndarray | float | None = None  # each passage's (see _thresholds)
+        self._lengths: list[tuple[int, ...] | None] = [None] * len(self.pages)  # see _line_lengths
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -296,16 +297,15 @@ class OursRetriever(Retriever):
             return [], 0
         best = np.full(self.data.n_pages, -1.0, dtype=np.float32)
         np.maximum.at(best, self.data.passage_page[above], scores[above])
-        rows = np.nonzero(best >= 0)[0]
+        rows = np.flatnonzero(best >= 0)
         total = len(rows)
         limit = max(1, self.config.max_candidates)
         if total > limit:
             rows = rows[np.argpartition(-best[rows], limit)[:limit]]
         rows = rows[np.argsort(-best[rows], kind="stable")]
-        return [
-            Candidate(url=self.pages[r].url, title=self.pages[r].title, score=float(best[r]), row=r)
-            for r in rows.tolist()
-        ], total
+        pages = self.pages
+        return [Candidate(pages[r].url, pages[r].title, score, r)
+                for r, score in zip(rows.tolist(), best[rows].tolist())], total
 
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
         """Whole lines of the best passages, best first, no line twice, within the budget."""
@@ -315,22 +315,21 @@ class OursRetriever(Retriever):
         used: dict[int, set[int]] = {}
         out: list[Passage] = []
         misses = 0  # passages in a row that added nothing: the budget is as good as full
-        for i in order:
+        for i in order.tolist():
             if budget - used_chars < 2 or misses >= 20:
                 break
             row = int(d.passage_page[i])
-            page = self.pages[row]
+            lengths = self._line_lengths(row)
             taken = used.setdefault(row, set())
-            wanted = list(range(int(d.passage_first[i]), int(d.passage_last[i]) + 1))
+            wanted = range(int(d.passage_first[i]), int(d.passage_last[i]) + 1)
             heading = int(d.passage_heading[i])
-            if heading:
-                wanted.insert(0, heading)
             picked: list[int] = []
-            for n in wanted:
-                if n in taken or not page.line(n).strip():
+            for n in (heading, *wanted) if heading else wanted:
+                length = lengths[n - 1]
+                if length < 0 or n in taken:
                     continue
                 # a line costs its length plus the newline that joins it to the previous one
-                cost = len(page.line(n)) + (1 if used_chars else 0)
+                cost = length + (1 if used_chars else 0)
                 if used_chars + cost > budget:
                     continue
                 used_chars += cost
@@ -338,10 +337,18 @@ class OursRetriever(Retriever):
                 picked.append(n)
             if picked:
                 misses = 0
-                out.append(Passage(page=page, lines=tuple(sorted(picked)), score=float(scores[i])))
+                out.append(Passage(page=self.pages[row], lines=tuple(sorted(picked)), score=float(scores[i])))
             else:
                 misses += 1
         return out
+
+    def _line_lengths(self, row: int) -> tuple[int, ...]:
+        """The length of each line of page `row`, -1 for a blank one (what the reference
+        pays for a line), made on the page's first use."""
+        lengths = self._lengths[row]
+        if lengths is None:
+            lengths = self._lengths[row] = tuple(len(line) if line.strip() else -1 for line in self.pages[row].lines)
+        return lengths
 
 
 def _carried(own: tuple[dict[str, float], dict[str, float]], completed: Query) -> Query:

@@ -181,10 +181,17 @@ class _Mix:
     unknown: list[str]
     use_spans: bool
     _all_spans: np.ndarray | None = None
+    _of_page: np.ndarray | None = None
 
     def present(self, rows: np.ndarray | None) -> np.ndarray:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
+
+    def of_page(self, passage_page: np.ndarray) -> np.ndarray:
+        """C(P) of every passage's page (made once)."""
+        if self._of_page is None:
+            self._of_page = self.page[passage_page]
+        return self._of_page
 
     def dense_better(self, n: int) -> bool:
         """Whether n span rows are read more cheaply from every span's shares (`all_spans`)."""
@@ -359,8 +366,11 @@ class PassageScorer:
     def _scores(self, mix: _Mix, rows: np.ndarray | None, *, factor: bool = True) -> np.ndarray:
         """The scores of the passages `rows` (None: every passage); without `factor`, as if
         every proximity factor were 1: an upper bound of the score, rounding included
-        (f <= 1 and every operation after it is monotonic)."""
+        (f <= 1 and every operation after it is monotonic). Many rows are read off every
+        passage's scores (the same numbers: each is computed on its own)."""
         d = self.data
+        if rows is not None and len(rows) * ALL_RANGES_SHARE > d.n_passages:
+            return self._scores(mix, None, factor=factor)[rows]
         passage = mix.passage if rows is None else mix.passage[rows]
         f = self._span_factor(mix, rows) if factor and mix.use_spans else None
         if f is not None:
@@ -369,7 +379,7 @@ class PassageScorer:
         if weighed:
             # the page's share, times the passage's proximity factor: the terms a Q&A page
             # holds count less when this passage's lines do not say them together
-            of_page = mix.page[d.passage_page if rows is None else d.passage_page[rows]]
+            of_page = mix.of_page(d.passage_page) if rows is None else mix.page[d.passage_page[rows]]
             if f is not None:
                 of_page = of_page * f
             if isinstance(w, np.ndarray) and isinstance(rest, np.ndarray) and rows is not None:
