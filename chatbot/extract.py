@@ -167,12 +167,13 @@ def score_lines(
     seen: set[tuple[str, int, int]] = set()
     for passage in distinct_passages(passages):
         page = passage.page
+        url, version, score = page.url, page.version, float(passage.score)
         for n in passage.lines:
-            pick = Pick(page, n, float(passage.score))
-            text = page.line(n)
-            if pick.key in seen or not text.strip():
+            key = (url, version, n)
+            if key in seen or not page.line(n).strip():
                 continue
-            seen.add(pick.key)
+            seen.add(key)
+            pick = Pick(page, n, score)
             view = lines.line(page, n)
             context: frozenset[str] = frozenset()
             if slots and CONTEXT_WEIGHT > 0:

@@ -315,14 +315,14 @@ class OursRetriever(Retriever):
         used: dict[int, set[int]] = {}
         out: list[Passage] = []
         misses = 0  # passages in a row that added nothing: the budget is as good as full
-        for i in order.tolist():
+        each = zip(order.tolist(), d.passage_page[order].tolist(), d.passage_first[order].tolist(),
+                   d.passage_last[order].tolist(), d.passage_heading[order].tolist())
+        for i, row, first, last, heading in each:
             if budget - used_chars < 2 or misses >= 20:
                 break
-            row = int(d.passage_page[i])
             lengths = self._line_lengths(row)
             taken = used.setdefault(row, set())
-            wanted = range(int(d.passage_first[i]), int(d.passage_last[i]) + 1)
-            heading = int(d.passage_heading[i])
+            wanted = range(first, last + 1)
             picked: list[int] = []
             for n in (heading, *wanted) if heading else wanted:
                 length = lengths[n - 1]

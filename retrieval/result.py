@@ -106,7 +106,10 @@ class RetrievalResult:
 
     @property
     def reference_chars(self) -> int:
-        return len(self.reference_text)
+        """len(reference_text), counted without joining it: the lines' lengths and the
+        newlines between them."""
+        chars = sum(len(p.page.line(n)) for p in self.passages for n in p.lines)
+        return chars + sum(max(0, len(p.lines) - 1) for p in self.passages) + max(0, len(self.passages) - 1)
 
     @property
     def model_reference(self) -> str:

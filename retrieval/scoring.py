@@ -70,7 +70,7 @@ many). The proximity factor, the costly part (a best span per passage), is compu
 for the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
 and for those that could be the top one: `Hits`; when that is most passages, every
 passage's best span is taken at once from a grid of their span numbers laid out once per
-index (`_all_best`). `query_scores` gives every passage's.
+index (`_best_spans`). `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ UNKNOWN_TERM_WEIGHT = 1.0
 TOP_FIRST = 16
 # When more than 1/ALL_RANGES_SHARE of the passages want their proximity factor (or their
 # spans are many enough to sum every span), every passage's best span is taken at once
-# (PassageScorer._all_best).
+# (PassageScorer._best_spans).
 ALL_RANGES_SHARE = 4
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -182,10 +182,22 @@ class _Mix:
     use_spans: bool
     _all_spans: np.ndarray | None = None
     _of_page: np.ndarray | None = None
+    _runs: list[np.ndarray] | None = None
 
     def present(self, rows: np.ndarray | None) -> np.ndarray:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
+
+    def span_runs(self, top: int) -> list[np.ndarray]:
+        """The sparse table of `all_spans`: per k = 0 .. top, the maximum of every run of
+        2**k spans, runs[k][i] = max(spans i .. i + 2**k - 1) (made once)."""
+        if self._runs is None or len(self._runs) <= top:
+            runs = [self.all_spans()]
+            for k in range(1, top + 1):
+                half = 1 << (k - 1)
+                runs.append(np.maximum(runs[-1][:-half], runs[-1][half:]))
+            self._runs = runs
+        return self._runs
 
     def of_page(self, passage_page: np.ndarray) -> np.ndarray:
         """C(P) of every passage's page (made once)."""
@@ -237,9 +249,9 @@ class PassageScorer:
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
         self._page_w: tuple[float, tuple[np.ndarray | float, np.ndarray | float, bool]] | None = None
-        # per k, the passages whose span range is 2**k .. 2**(k+1) - 1 long, its first span and
-        # its last run of 2**k spans (_all_best)
-        self._ranges: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] | None = None
+        # per passage: k (its span range is 2**k .. 2**(k+1) - 1 long), its first span and its
+        # last run of 2**k spans; the largest k (_best_spans)
+        self._ranges: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
         head = data.n_passages + data.n_pages
         self._columns = {"terms": Columns(data.terms, head), "bigrams": Columns(data.bigrams, head)}
 
@@ -409,34 +421,33 @@ class PassageScorer:
         if mix.spans and (len(ok) * ALL_RANGES_SHARE > d.n_passages
                           or mix.dense_better(int((end[ok] - first[ok]).sum()))):
             # most passages, or spans enough to sum every one: every passage's best span at once
-            best = self._all_best(mix)[ok if rows is None else rows[ok]]
+            best = self._best_spans(mix, ok if rows is None else rows[ok])
         else:
             best = _range_max(mix.span, first[ok], end[ok])
         ratio = np.minimum(1.0, best / present[ok])
         out[ok] = 1.0 - ws + ws * ratio
         return out
 
-    def _all_best(self, mix: _Mix) -> np.ndarray:
-        """Every passage's best span presence share (0 for a passage without spans): a
-        range maximum over the spans' shares, from a sparse table of them (the maximum of
-        every run of 2**k spans, k up to log2 of the longest range): the maximum over a
-        passage's range is that of the two runs of 2**k spans that cover it, k =
-        floor(log2(its length)). Which passages take which k is laid out once per index."""
-        d = self.data
+    def _best_spans(self, mix: _Mix, rows: np.ndarray) -> np.ndarray:
+        """The best span presence share of each passage of `rows` (every one has spans): a
+        range maximum over the spans' shares, read off a sparse table of them (the maximum
+        of every run of 2**k spans, k up to log2 of the longest range, made once per
+        query): a passage's maximum is that of the two runs of 2**k spans that cover its
+        range, k = floor(log2(its length)), laid out once per index."""
         if self._ranges is None:
+            d = self.data
             first, end = d.passage_span_first.astype(np.int64), d.passage_span_end.astype(np.int64)
-            has = np.flatnonzero(end > first)
-            level = np.log2(np.maximum(end[has] - first[has], 1)).astype(np.int64) if len(has) else has
-            self._ranges = [(k, has[level == k], first[has][level == k], end[has][level == k] - (1 << k))
-                            for k in range(int(level.max()) + 1 if len(has) else 0)]
-        out = np.zeros(d.n_passages, dtype=np.float32)
-        runs = mix.all_spans()
-        for k, rows, lo, hi in self._ranges:
-            if k:
-                half = 1 << (k - 1)
-                runs = np.maximum(runs[:-half], runs[half:])  # runs[i]: the max of spans i .. i + 2**k - 1
-            if len(rows):
-                out[rows] = np.maximum(runs[lo], runs[hi])
+            level = np.log2(np.maximum(end - first, 1)).astype(np.int8)  # a passage without spans: never asked
+            self._ranges = (level, first, end - (np.int64(1) << level.astype(np.int64)), int(level.max(initial=0)))
+        level, first, last, top = self._ranges
+        runs = mix.span_runs(top)
+        out = np.empty(len(rows), dtype=np.float32)
+        lv = level[rows]
+        for k, table in enumerate(runs):
+            at = np.flatnonzero(lv == k) if top else np.arange(len(rows))
+            if len(at):
+                picked = rows[at]
+                out[at] = np.maximum(table[first[picked]], table[last[picked]])
         return out
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:

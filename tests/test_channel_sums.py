@@ -149,3 +149,24 @@ def test_every_path_to_the_span_factor_gives_the_same_scores(index, monkeypatch,
         assert np.array_equal(hits.rows, rows) and np.array_equal(hits.scores, scores), question
         scored += int((every > 0).sum())
     assert scored > 100
+
+
+def test_the_numpy_fallback_adds_a_column_as_scipys_loop_does(index, monkeypatch) -> None:
+    """add_column without scipy's C loop (a scipy that lacks it): the same float32 numbers,
+    column after column, as the loop the sums use."""
+    _, _, _, data = index
+    matrix = data.terms
+    rng = np.random.default_rng(11)
+    cols = [int(c) for c in rng.choice(np.argsort(-np.diff(matrix.indptr))[:30], size=8)]
+    weights = rng.uniform(0.01, 2.0, size=len(cols)).astype(np.float32)
+    outs = []
+    for loop in (channel_sums._csc_matvec, None):
+        monkeypatch.setattr(channel_sums, "_csc_matvec", loop)
+        out = np.zeros(matrix.shape[0], dtype=np.float32)
+        for c, w in zip(cols, weights):
+            a, b = matrix.indptr[c], matrix.indptr[c + 1]
+            channel_sums.add_column(out, matrix.indices[a:b], matrix.data[a:b], w)
+        outs.append(out)
+    assert channel_sums._csc_matvec is None and (outs[0] > 0).sum() > 100
+    assert np.array_equal(outs[0], outs[1])
+    assert np.array_equal(outs[0], (matrix[:, cols] @ weights).astype(np.float32))

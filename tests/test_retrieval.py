@@ -172,3 +172,20 @@ def test_candidate_list_is_capped_but_the_total_kept(settings):
     assert result.to_json()["candidates_total"] == result.candidates_total
     scores = [c.score for c in result.candidates]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_reference_chars_is_the_length_of_the_reference_text() -> None:
+    """Counted without joining the reference: lines, newlines between lines and between
+    passages, blank lines and passages without lines included."""
+    from guiderag.retrieval.result import Passage, RetrievalResult
+    from guiderag.store import PageVersion
+
+    page = PageVersion(1, "https://x.invalid/a", "t", 1, "2026-01-01T00:00:00Z", "sha256:0",
+                       ("肺がん", "", "EGFR遺伝子", "８０ｍｇ"))
+    cases = [[], [Passage(page, (1,), 0.5)], [Passage(page, (1, 2, 3), 0.5), Passage(page, (4,), 0.4)],
+             [Passage(page, (), 0.5)], [Passage(page, (), 0.5), Passage(page, (2,), 0.4)],
+             [Passage(page, (), 0.5), Passage(page, (), 0.4)]]
+    for passages in cases:
+        result = RetrievalResult(question="q", keywords=[], query_terms=[], candidates=[], passages=passages,
+                                 threshold=0.2, top_score=0.0, pipeline="ours", corpus_version="v")
+        assert result.reference_chars == len(result.reference_text), passages
