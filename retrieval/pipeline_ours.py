@@ -41,6 +41,7 @@ from .keywords import KEYWORD_COUNT, clean_keywords, highest_idf_nouns
 from .lines import ComputedLines, StoredLines
 from .passages import is_question_title
 from .query import PARTS_JOIN, Parsed, Query, QueryBuilder, Slot, parse_query
+from .slots import copied
 from .result import Candidate, Passage, RetrievalResult
 from . import scoring, topic
 from .retriever import Retriever, Slots
@@ -73,6 +74,8 @@ class OursRetriever(Retriever):
         self._builder: QueryBuilder | None = None
         self._parsed = functools.lru_cache(maxsize=PARSED_KEPT)(functools.partial(parse_query, analyzer))
         self._queries = functools.lru_cache(maxsize=PARSED_KEPT)(self._query)
+        # a question's own query, read by every (keywords, context) of it (see _query)
+        self._bases = functools.lru_cache(maxsize=PARSED_KEPT)(lambda question: self.builder.build([question]))
         # pages whose title is a question: the whole page answers it (config.qa_page_weight)
         self._qa_pages = np.asarray([is_question_title(p.title) for p in pages], dtype=bool)
         self.scorer = PassageScorer(config, data, self._unseen_query, self._qa_pages)
@@ -125,12 +128,15 @@ class OursRetriever(Retriever):
         return self._queries(question, tuple(keywords), tuple(context))
 
     def _query(self, question: str, given: tuple[str, ...], around: tuple[str, ...]) -> tuple[Query, Query | None]:
-        base = self.builder.build([question])
-        context = clean_keywords(around)
+        context, keywords = clean_keywords(around), clean_keywords(given)
+        if not context and not keywords:
+            return self._bases(question), None
+        # building on a query shares its slots (a keyword's or a context term's may raise
+        # their weight or add alternatives): a copy of the question's own, as if built anew
+        base = copied(self._bases(question))
         if context:
             own = ({s.term: s.weight for s in base.slots}, dict(base.bigrams))
             base = _carried(own, self.builder.build(context, known_only=True, base=base))
-        keywords = clean_keywords(given)
         if not keywords:
             return base, None
         extended = self.builder.build(keywords, known_only=True, base=base)

@@ -70,12 +70,11 @@ many). The proximity factor, the costly part (a best span per passage), is compu
 for the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
 and for those that could be the top one: `Hits`; when that is most passages, every
 passage's best span is taken at once from a grid of their span numbers laid out once per
-index (`_best_spans`). `query_scores` gives every passage's.
+index (`_best_spans`, retrieval.range_max). `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -84,6 +83,7 @@ from guiderag.scopes import RetrievalConfig
 from .channel_sums import ChannelSums, Columns, SlotSpec, rows_holding
 from .index import IndexData
 from .query import Query, Slot
+from .range_max import SpanRanges, range_max
 
 # The formula's parameters (the module docstring). Constants, not settings: the threshold
 # 0.2 and the evidence gate are calibrated on the scores they give, and judged by how they
@@ -188,15 +188,10 @@ class _Mix:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
 
-    def span_runs(self, top: int) -> list[np.ndarray]:
-        """The sparse table of `all_spans`: per k = 0 .. top, the maximum of every run of
-        2**k spans, runs[k][i] = max(spans i .. i + 2**k - 1) (made once)."""
-        if self._runs is None or len(self._runs) <= top:
-            runs = [self.all_spans()]
-            for k in range(1, top + 1):
-                half = 1 << (k - 1)
-                runs.append(np.maximum(runs[-1][:-half], runs[-1][half:]))
-            self._runs = runs
+    def span_runs(self, ranges: SpanRanges) -> list[np.ndarray]:
+        """The sparse table of `all_spans` for these ranges (made once)."""
+        if self._runs is None:
+            self._runs = ranges.runs(self.all_spans())
         return self._runs
 
     def of_page(self, passage_page: np.ndarray) -> np.ndarray:
@@ -249,9 +244,7 @@ class PassageScorer:
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
         self._page_w: tuple[float, tuple[np.ndarray | float, np.ndarray | float, bool]] | None = None
-        # per passage: k (its span range is 2**k .. 2**(k+1) - 1 long), its first span and its
-        # last run of 2**k spans; the largest k (_best_spans)
-        self._ranges: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
+        self._ranges: SpanRanges | None = None  # the passages' span ranges, laid out (_best_spans)
         head = data.n_passages + data.n_pages
         self._columns = {"terms": Columns(data.terms, head), "bigrams": Columns(data.bigrams, head)}
 
@@ -302,7 +295,7 @@ class PassageScorer:
         ok = np.flatnonzero(end > first)
         if len(ok):
             as_float = spans.astype(np.float32)
-            passage[ok] = _range_max(as_float.take, first[ok], end[ok]) > 0
+            passage[ok] = range_max(as_float.take, first[ok], end[ok]) > 0
         page = np.zeros(d.n_pages, dtype=bool)
         np.logical_or.at(page, d.passage_page, passage)
         return np.concatenate([passage, page, spans])
@@ -423,32 +416,17 @@ class PassageScorer:
             # most passages, or spans enough to sum every one: every passage's best span at once
             best = self._best_spans(mix, ok if rows is None else rows[ok])
         else:
-            best = _range_max(mix.span, first[ok], end[ok])
+            best = range_max(mix.span, first[ok], end[ok])
         ratio = np.minimum(1.0, best / present[ok])
         out[ok] = 1.0 - ws + ws * ratio
         return out
 
     def _best_spans(self, mix: _Mix, rows: np.ndarray) -> np.ndarray:
-        """The best span presence share of each passage of `rows` (every one has spans): a
-        range maximum over the spans' shares, read off a sparse table of them (the maximum
-        of every run of 2**k spans, k up to log2 of the longest range, made once per
-        query): a passage's maximum is that of the two runs of 2**k spans that cover its
-        range, k = floor(log2(its length)), laid out once per index."""
+        """The best span presence share of each passage of `rows` (every one has spans),
+        read off the sparse table of every span's shares (retrieval.range_max)."""
         if self._ranges is None:
-            d = self.data
-            first, end = d.passage_span_first.astype(np.int64), d.passage_span_end.astype(np.int64)
-            level = np.log2(np.maximum(end - first, 1)).astype(np.int8)  # a passage without spans: never asked
-            self._ranges = (level, first, end - (np.int64(1) << level.astype(np.int64)), int(level.max(initial=0)))
-        level, first, last, top = self._ranges
-        runs = mix.span_runs(top)
-        out = np.empty(len(rows), dtype=np.float32)
-        lv = level[rows]
-        for k, table in enumerate(runs):
-            at = np.flatnonzero(lv == k) if top else np.arange(len(rows))
-            if len(at):
-                picked = rows[at]
-                out[at] = np.maximum(table[first[picked]], table[last[picked]])
-        return out
+            self._ranges = SpanRanges(self.data.passage_span_first, self.data.passage_span_end)
+        return self._ranges.best(mix.span_runs(self._ranges), rows)
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
         """The scores of one Query where they matter (Hits): exactly for every passage whose
@@ -499,11 +477,3 @@ class PassageScorer:
             page = np.power(page, SCORE_POWER, dtype=np.float32)
         return self._scores(mix, None), page, mix.unknown
 
-
-def _range_max(values: Callable[[np.ndarray], np.ndarray], first: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """max(values(i) for i in range(first[k], end[k])) for each k (every range non-empty):
-    one reduceat over the ranges' values laid end to end, so the work is their total length."""
-    lens = end - first
-    starts = np.cumsum(lens) - lens
-    idx = np.repeat(first - starts, lens) + np.arange(int(lens.sum()), dtype=np.int64)
-    return np.maximum.reduceat(values(idx), starts)
