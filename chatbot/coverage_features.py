@@ -209,18 +209,6 @@ def _parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
     return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
 
 
-def said_together(parts: Sequence[SlotFact]) -> bool:
-    """Some line of the best page (or its title) holds every one of `parts` (胃 and 切除 in
-    胃を切除する): the compound is a paraphrase of what the page says, not its words
-    scattered over the page."""
-    common: set[int] | None = None
-    for g in parts:
-        common = set(g.top_lines) if common is None else common & set(g.top_lines)
-        if not common:
-            return False
-    return bool(common)
-
-
 def _unknown_disease(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
     """An unknown word that names a disease or organ not the guideline's own (乳腺炎, 大腸炎)."""
     return _named(fact) in (DISEASE, ORGAN) and not _own_disease(fact, facts)
@@ -255,10 +243,10 @@ def measure(
             # お正月, じん and ましん of じんましん) is no second unknown word
             continue
         parts = _parts(f, facts)
-        if parts and all(g.known for g in parts) and said_together(parts) and not _unknown_disease(f, facts):
-            m.unknown_paraphrase.append(f.surface)  # 胃切除 where a line of the best page says 胃を切除
+        if parts and all(g.known for g in parts) and f.surface in evidence.joined and not _unknown_disease(f, facts):
+            m.unknown_paraphrase.append(f.surface)  # 胃切除 where a line of the best page says 胃を切除 (evidence.joined)
         elif any(k != f.surface and k in f.surface for k in known_surfaces):
-            # a compound of words the guideline uses, never said together (確定申告 where one
+            # a compound of words the guideline uses, never said next to each other (確定申告 where one
             # line says 確定 and another 申告): another topic in the guideline's words
             m.unknown_partial.append(f.surface)
         elif f.zipf is None or f.zipf <= SPECIFIC_ZIPF:

@@ -30,7 +30,7 @@ from typing import Iterable, cast
 
 import MeCab
 
-from .framing import drop_framing
+from .framing import FRAMING_WORDS, drop_framing
 from .normalize import normalize
 from .tokens import (
     ADVERBIAL,
@@ -54,7 +54,7 @@ from .tokens import (
 
 # Bumped whenever the terms produced for the same text change: the index fingerprint
 # includes it, so an index built by an older analyzer is rebuilt.
-ANALYZER_VERSION = "8"
+ANALYZER_VERSION = "9"
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
 _ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -152,8 +152,30 @@ def tokenize(text: str) -> list[Token]:
             if token is None:
                 found[i] = cache[lines[i]] = _line_token(lines[i])
     tokens = cast("list[Token]", found)  # every None was filled in above
+    if any(t.kind == _MAYBE_AUX for t in tokens):
+        tokens = _own_verbs(tokens)
     # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
     return _glue_ascii(tokens) if _ASCII_ALNUM.search(text) else tokens
+
+
+# A verb UniDic marks 非自立可能 (it can follow another verb as an auxiliary: 飲み続ける,
+# 受けてみる, 抜けてくる) is a word of its own after a particle: 治療を続ける, 完全に治す,
+# 髪が抜ける, 薬を出す. Its token carries this kind until `_own_verbs` decides.
+_MAYBE_AUX = "Vx"
+_OWN_AFTER = frozenset({"を", "が", "に", "は", "も", "で", "と", "へ", "から", "まで", "や", "より"})
+
+
+def _own_verbs(tokens: list[Token]) -> list[Token]:
+    """Each 非自立可能 verb a VERB after a particle (its own word), unless the particle
+    follows a framing word (retrieval.framing: 気をつける), else OTHER (an auxiliary)."""
+    out = list(tokens)
+    for i, t in enumerate(out):
+        if t.kind == _MAYBE_AUX:
+            own = (i > 0 and out[i - 1].kind == OTHER and out[i - 1].surface in _OWN_AFTER
+                   # 気をつける, 気が済む: a set phrase of a framing word, no topic of its own
+                   and not (i > 1 and out[i - 2].form in FRAMING_WORDS))
+            out[i] = t._replace(kind=VERB if own and t.form not in STOP_VERBS else OTHER)
+    return out
 
 
 def _line_token(line: str) -> Token:
@@ -196,9 +218,10 @@ def _classify(surface: str, features: str) -> Token:
     if pos1 in ("動詞", "形容詞"):
         form = _lemma(feature, surface)
         if pos2 == "非自立可能":
-            # not a term, but its lemma lets a synonym phrase match any conjugation
+            # an auxiliary after a verb, a word of its own after a particle (`_own_verbs`);
+            # either way its lemma lets a synonym phrase match any conjugation
             # (髪が抜ける / 髪が抜けます / 髪が抜けて)
-            return Token(surface, form, OTHER)
+            return Token(surface, form, _MAYBE_AUX if pos1 == "動詞" else OTHER)
         return Token(surface, form, OTHER if form in STOP_VERBS else VERB)
     return Token(surface, surface, OTHER)
 

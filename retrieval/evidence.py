@@ -28,9 +28,12 @@ import numpy as np
 from .query import lookup_forms
 from .specificity import zipf
 from .analyzer import tokenize
-from .tokens import ADVERBIAL, Term
+from .normalize import normalize
+from .tokens import ADVERBIAL, NOUN_KINDS, Term
 
 if TYPE_CHECKING:
+    from guiderag.store import PageVersion
+
     from .pipeline_ours import OursRetriever
     from .result import RetrievalResult
 
@@ -74,6 +77,9 @@ class QueryEvidence:
     top_title: str
     top_page_terms: int = 0  # distinct terms on the best page (how long it is)
     mean_page_terms: float = 0.0  # the same, averaged over the guideline's pages
+    # the question's compounds the corpus never uses whose words one line of the best page
+    # says next to each other (`joined_compounds`: 胃を切除 for 胃切除)
+    joined: tuple[str, ...] = ()
 
     @property
     def mass(self) -> float:
@@ -212,9 +218,72 @@ def query_evidence(retriever: OursRetriever, question: str, result: RetrievalRes
             top_lines=tuple(sorted(said)),
         ))
     qa = bool(top_row is not None and retriever._qa_pages[top_row])
+    joined = joined_compounds(facts, retriever.pages[top_row]) if top_row is not None else ()
     return QueryEvidence(tuple(facts), data.n_pages, top_row, qa,
                          retriever.pages[top_row].title if top_row is not None else "",
-                         int(cache.lengths[top_row]) if top_row is not None else 0, cache.mean_length)
+                         int(cache.lengths[top_row]) if top_row is not None else 0, cache.mean_length,
+                         joined)
+
+
+# At most this many characters between two words of a compound said in a line (a particle,
+# a verb's ending: 胃を切除, 胃の切除, 胃がんの再発, 局所・領域再発).
+JOIN_GAP = 3
+
+
+def joined_compounds(facts: Sequence[SlotFact], page: PageVersion) -> tuple[str, ...]:
+    """The surfaces of the question's compounds the corpus never uses whose words (the known
+    question words inside them) one line of `page` (or its title) says next to each other,
+    at most JOIN_GAP characters apart, in either order (再発胃がん: 「胃がんの再発」): the
+    page's own topic in other words. Where the line says them far apart (がん保険: 「がんの
+    治療にかかる医療費の多くは公的医療保険の対象」), the compound is another topic in the
+    guideline's words. A compound holding one known word (痔持ち, 熱っぽい: a word with an
+    affix) is joined when a line of the page says that word."""
+    out: list[str] = []
+    for f in facts:
+        if f.known or f.kind not in NOUN_KINDS or not f.surface:
+            continue
+        inside = [g for g in facts if g.surface and g.surface != f.surface and g.surface in f.surface]
+        # the smallest words: those holding no other of them (胃, 切除 of 胃切除後)
+        words = [g for g in inside if not any(h is not g and h.surface != g.surface and h.surface in g.surface
+                                                for h in inside)]
+        if not words or not all(g.known for g in words):
+            continue
+        common = set.intersection(*(set(g.top_lines) for g in words))
+        if len(words) == 1:
+            if common:
+                out.append(f.surface)
+            continue
+        if any(_said_together(normalize(page.title if n == 0 else page.line(n)), words) for n in sorted(common)):
+            out.append(f.surface)
+    return tuple(out)
+
+
+def _spots(text: str, g: SlotFact) -> list[tuple[int, int]]:
+    """Where `text` says the word (as the question writes it, or as the analyzer's form)."""
+    found = []
+    for form in dict.fromkeys((g.surface, g.term)):
+        i = text.find(form) if form else -1
+        while i >= 0:
+            found.append((i, i + len(form)))
+            i = text.find(form, i + 1)
+    return found
+
+
+def _said_together(text: str, words: Sequence[SlotFact]) -> bool:
+    """Whether `text` holds a stretch saying every one of `words`, each no more than
+    JOIN_GAP characters from the next, in any order."""
+    spots = sorted((s, e, k) for k, g in enumerate(words) for s, e in _spots(text, g))
+    for i, (start, end, k) in enumerate(spots):
+        seen = {k}
+        reach = end
+        for s, e, k2 in spots[i + 1:]:
+            if s - reach > JOIN_GAP:
+                break
+            seen.add(k2)
+            reach = max(reach, e)
+            if len(seen) == len(words):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=ADVERBIAL_CACHE)

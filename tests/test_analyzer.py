@@ -250,3 +250,18 @@ def test_kanji_numerals_that_are_words_stay_words():
     # 十分 (enough), 一部, 一般, 統一, 一時的: no counts
     for text in ("十分に休む", "一部の患者", "一般的な", "統一", "一時的に", "百回"):
         assert normalize(text) == text
+
+
+def test_a_verb_unidic_marks_auxiliary_is_a_word_after_a_particle():
+    """UniDic marks 続ける, 治す, 抜ける, 出す 非自立可能 (they can follow a verb: 飲み続ける);
+    after a particle they are the sentence's own verb and terms, after a verb or て they
+    are auxiliaries, and 気をつける (a framing word's set phrase) is no topic."""
+    forms = {t.form: t.kind for t in tokenize("治療を続けることが大切です")}
+    assert forms["続ける"] == "V"
+    assert "続ける" in analyze("治療を続けることが大切です")
+    assert "直す" in analyze("がんを完全に治すことが難しい場合もあります")
+    assert "抜ける" in analyze("髪が抜けることがあります")
+    assert "続ける" not in analyze("薬を飲み続けることが大切です")
+    assert "見る" not in analyze("一度受けてみるとよいでしょう")
+    assert "来る" not in analyze("髪が抜けてくることがあります")
+    assert "付ける" not in analyze("食事に気をつけることは？")

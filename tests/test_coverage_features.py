@@ -108,3 +108,37 @@ def test_a_compound_is_a_paraphrase_only_when_one_line_says_its_words_together(p
     assert not set(parts["確定"].top_lines) & set(parts["申告"].top_lines)  # ... in no line together
     assert "確定申告" in m.unknown_partial and "確定申告" not in m.unknown_paraphrase
     assert m.values["unknown_partial"] == 1.0 and m.values["unknown_paraphrase"] == 0.0
+
+
+def test_a_benefit_asked_is_a_money_question() -> None:
+    """助成金, 給付金, 手当 ask about money as いくら does; 術後補助化学療法 does not."""
+    assert HOW_MUCH in asked_kinds("医療用ウィッグの購入に助成金は出ますか")
+    assert HOW_MUCH in asked_kinds("傷病手当金はもらえますか")
+    assert HOW_MUCH not in asked_kinds("術後補助化学療法はいつから開始しますか。")
+
+
+def test_a_compound_is_joined_only_where_a_line_says_its_words_next_to_each_other(tmp_path: Path) -> None:
+    """胃切除 where a line says 「胃を切除」, 再発胃がん where it says 「胃がんの再発」 (either
+    order, a particle between) are the page's words; がん保険 where one line says 「がん」 and,
+    far from it, 「医療保険」 is another topic in them."""
+    from chatbot_helpers import indexed_settings
+
+    from guiderag import retrieval
+
+    pages = {
+        "http://guide.test/q1.html": ("Q1 治療費はどのくらいかかりますか？", "治療費",
+                                      "がんの治療にかかる医療費の多くは、公的な医療保険の対象となります。",
+                                      "胃を切除したあとは、食事を少しずつとります。",
+                                      "胃がんの再発には、いくつかの種類があります。"),
+        "http://guide.test/q2.html": ("Q2 検査にはどのようなものがありますか？", "主な検査",
+                                      "内視鏡検査、CT検査、血液検査などを行います。"),
+    }
+    settings = indexed_settings(tmp_path, pages)
+    r = retrieval.load_retriever(settings.retrieval, settings.storage)
+    for question, joined in (("がん保険の給付金はどうやって請求しますか？", False),
+                             ("胃切除のあとの治療費はどのくらい？", True),
+                             ("再発胃がんの治療費はどのくらい？", True)):
+        inputs, _ = _measured(r, question)
+        assert inputs.evidence.top_title.startswith("Q1"), question
+        compound = next(f.surface for f in inputs.evidence.slots if not f.known and f.surface[:2] in ("がん", "胃切", "再発"))
+        assert (compound in inputs.evidence.joined) is joined, (question, inputs.evidence.joined)
