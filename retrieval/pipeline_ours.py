@@ -83,7 +83,8 @@ class OursRetriever(Retriever):
         self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
         self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
         self._threshold_of: np.ndarray | float | None = None  # each passage's (see _thresholds)
-        self._lengths: list[tuple[int, ...] | None] = [None] * len(self.pages)  # see _line_lengths
+        # each page's line lengths, -1 for a blank line: what the reference pays for a line
+        self._lengths = [tuple(len(line) if line.strip() else -1 for line in page.lines) for page in self.pages]
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -326,7 +327,7 @@ class OursRetriever(Retriever):
         for i, row, first, last, heading in each:
             if budget - used_chars < 2 or misses >= 20:
                 break
-            lengths = self._line_lengths(row)
+            lengths = self._lengths[row]
             taken = used.setdefault(row, set())
             wanted = range(first, last + 1)
             picked: list[int] = []
@@ -347,14 +348,6 @@ class OursRetriever(Retriever):
             else:
                 misses += 1
         return out
-
-    def _line_lengths(self, row: int) -> tuple[int, ...]:
-        """The length of each line of page `row`, -1 for a blank one (what the reference
-        pays for a line), made on the page's first use."""
-        lengths = self._lengths[row]
-        if lengths is None:
-            lengths = self._lengths[row] = tuple(len(line) if line.strip() else -1 for line in self.pages[row].lines)
-        return lengths
 
 
 def _carried(own: tuple[dict[str, float], dict[str, float]], completed: Query) -> Query:
