@@ -107,6 +107,8 @@ def _redact_match(m: re.Match[str]) -> str:
     """A URL found in running text, redacted; the sentence's punctuation after it (a ":",
     ")", ".") is kept outside the mask (at worst it tells that a secret ended in one)."""
     url = m.group(0)
+    if "@" not in url and "?" not in url and "#" not in url:
+        return url  # no userinfo, query or fragment: nothing to mask (the common case, a page URL)
     trail = _TRAILING_PUNCTUATION.search(url)
     end = trail.start() if trail else len(url)
     return _redact_one_url(url[:end]) + url[end:]

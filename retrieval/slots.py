@@ -6,7 +6,7 @@ for how a query scores a passage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .analyzer import Analysis, Analyzer
 from .expansion import Expansion
@@ -73,8 +73,13 @@ class Query:
 def copied(query: Query) -> Query:
     """A copy of `query` that building on it cannot change (QueryBuilder.build(base=) merges
     into the base's slots): its slots and their alternatives copied, the rest as lists."""
-    return Query([replace(s, alternatives=dict(s.alternatives)) for s in query.slots], dict(query.bigrams),
-                 list(query.expansions))
+    slots = []
+    for s in query.slots:
+        c = object.__new__(Slot)
+        c.__dict__.update(s.__dict__)
+        c.alternatives = dict(s.alternatives)
+        slots.append(c)
+    return Query(slots, dict(query.bigrams), list(query.expansions))
 
 
 _HONORIFIC = ("お", "ご", "御")
