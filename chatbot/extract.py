@@ -11,7 +11,9 @@ answers a question about 後期ダンピング症候群 named only in the header
 this order, each with its page's title line and the heading or introducing sentence it
 needs, until about AnswerConfig.answer_chars characters, never cutting a line:
 the best lines of the top passage that has any; every line sharing a question term, by
-score damped by its passage's rank; the neighbours of the best lines; headings last.
+score damped by its passage's rank; the neighbours of the best lines; headings; and,
+where room is left, the other lines of the top page when it is a Q&A page (it answers one
+question as a whole), best first.
 The answer is those stored lines, joined by newlines. Measured on the JSQuAD dev set
 (see the chatbot report): about 0.94 of in-scope answers contain the gold answer.
 """
@@ -25,6 +27,7 @@ from typing import Callable, Mapping, Sequence
 from guiderag.retrieval.normalize import normalize
 from guiderag.retrieval.answer_kinds import mask
 from guiderag.retrieval.lines import ComputedLines, LineAnalyses
+from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import Passage
 from guiderag.retrieval.retriever import Slots
 from guiderag.store import PageVersion, structure
@@ -296,7 +299,12 @@ def extract(
     lines' analyses (the retriever's), else computed with `analyze`.
     """
     passages = distinct_passages(passages)
-    scored = score_lines(question, keywords, passages, analyze, idf, slots, heading_max_chars, lines)
+    rest = rest_of_page(passages)
+    scored = score_lines(question, keywords, [*passages, *rest], analyze, idf, slots, heading_max_chars, lines)
+    rest_keys = {(p.page.url, p.page.version, n) for p in rest for n in p.lines}
+    # the top Q&A page's lines the reference does not hold: shown only where room is left
+    rest_picks = [sl.pick for sl in scored if sl.pick.key in rest_keys]
+    scored = [sl for sl in scored if sl.pick.key not in rest_keys]
     if not scored:
         return "", []
     by_key = {sl.pick.key: sl for sl in scored}
@@ -338,7 +346,28 @@ def extract(
         for n in (best.line + 1, best.line - 1):
             if 1 <= n <= len(page.lines):
                 fillers.append(Pick(page, n, best.score))
-    return render(ordered + fillers + headings, budget, heading_max_chars=heading_max_chars, titles=titles)
+    return render(ordered + fillers + headings + rest_picks, budget, heading_max_chars=heading_max_chars,
+                  titles=titles)
+
+
+def rest_of_page(passages: Sequence[Passage]) -> list[Passage]:
+    """The lines of the top passage's page that no reference passage holds, as one passage
+    scored like the page's lowest passage, when that page is a Q&A page (its title asks one
+    question: retrieval.passages.is_question_title): the page answers its question as a
+    whole, and the line that answers a patient's wording may lie in a section retrieval
+    ranked under the threshold (出産経験がない, under リスクを高める要因, for 子どもを産んでいないと
+    なりやすい). Empty for an article page or when the reference holds the whole page."""
+    if not passages:
+        return []
+    page = passages[0].page
+    if not is_question_title(page.title):
+        return []
+    own = [p for p in passages if p.page.url == page.url and p.page.version == page.version]
+    held = {n for p in own for n in p.lines}
+    missing = tuple(n for n in range(1, len(page.lines) + 1) if n not in held and page.line(n).strip())
+    if not missing:
+        return []
+    return [Passage(page, missing, min(float(p.score) for p in own))]
 
 
 _INTRODUCES = ("次のような", "次の", "以下のような", "以下の", "主な")

@@ -140,3 +140,29 @@ def test_a_top_passage_found_by_its_title_alone_keeps_the_answer_on_its_page(tmp
             lines.index("症状だけでは、胃がんかほかの病気かを判断できません。")
             if "症状だけでは、胃がんかほかの病気かを判断できません。" in lines else len(lines))
         _assert_traceable(store, text, shown)
+
+
+def test_room_left_is_filled_from_the_rest_of_the_top_q_and_a_page(tmp_path):
+    # Retrieval held one section of the Q&A page; the line a patient's wording needs is in
+    # another section (scored under the threshold). With room left it is shown, after the
+    # reference's lines; an article page is not filled, nor is a full budget.
+    qa_lines = ("Q3 むくみが出やすいのはどのような人ですか？", "起こりやすい条件",
+                "リンパ節を多く取った場合や、長時間立ち仕事をする場合に、腕や脚に水分がたまりやすくなります。",
+                "体重が増えた場合にも起こりやすくなります。", "むくみの見分け方", "むくみは、片方の腕や脚が重く感じる、指輪がきつくなるといった変化で気づくことがあります。")
+    pages = {"http://guide.test/q3.html": ("Q3 むくみが出やすいのはどのような人ですか？", *qa_lines),
+             "http://guide.test/a.html": ("むくみについて", "むくみについて", *qa_lines[1:])}
+    with make_store(tmp_path / "g.db", pages) as store:
+        got = _pages(store)
+        wanted = "リンパ節を多く取った場合や、長時間立ち仕事をする場合に、腕や脚に水分がたまりやすくなります。"
+        question = "立ち仕事のあと腕が重く感じるのはむくみ？"
+        text, shown = extract(question, [], [passage(got["q3.html"], [5, 6], score=0.3)], 500, analyze)
+        lines = text.split("\n")
+        assert wanted in lines and lines[0] == qa_lines[0]
+        assert "むくみは、片方の腕や脚が重く感じる、指輪がきつくなるといった変化で気づくことがあります。" in lines
+        _assert_traceable(store, text, shown)
+        # the reference's own line keeps its place: a budget for one line shows it, not the rest
+        text, _ = extract(question, [], [passage(got["q3.html"], [5, 6], score=0.3)], 90, analyze)
+        assert wanted not in text and "指輪" in text
+        # an article page answers more than one question: its other sections stay out
+        text, _ = extract(question, [], [passage(got["a.html"], [5, 6], score=0.3)], 500, analyze)
+        assert wanted not in text and "指輪" in text
