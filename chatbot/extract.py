@@ -157,20 +157,25 @@ def score_lines(
 
     With `slots` (the retriever's), a line's overlap is the share of their mass it finds,
     expansions included (a line saying 脱毛 finds 髪が抜ける); else the IDF share of the
-    question's terms. A line giving the kind of answer asked for (chatbot.answer_type)
-    gains ANSWER_TYPE_WEIGHT. `lines`: the lines' analyses (the retriever's, stored with
+    question's terms. On an article page (a title naming its subject, not asking a
+    question) the words its title holds do not add to a line's score, only to its overlap:
+    every line of the page is about its subject, and the title is shown above the line;
+    a line that also says what else the question asks is the one that answers it. A line
+    giving the kind of answer asked for (chatbot.answer_type) gains ANSWER_TYPE_WEIGHT. `lines`: the lines' analyses (the retriever's, stored with
     its index), else computed with `analyze`."""
     lines = _lines(analyze, lines, heading_max_chars)
     q_bigrams = _bigrams(question)
     kinds = mask(asked_kinds(question))
     stored_context = lines.heading_max_chars == heading_max_chars
     # per line: its pick, its terms, how many of the question's bigrams it holds, whether
-    # it gives the kind of answer asked for, the terms of the lines it is read with
-    entries: list[tuple[Pick, frozenset[str], int, bool, frozenset[str]]] = []
+    # it gives the kind of answer asked for, the terms of the lines it is read with, the
+    # terms of its page's title when that names the page's subject (an article's)
+    entries: list[tuple[Pick, frozenset[str], int, bool, frozenset[str], frozenset[str]]] = []
     seen: set[tuple[str, int, int]] = set()
     for passage in distinct_passages(passages):
         page = passage.page
         url, version, score = page.url, page.version, float(passage.score)
+        subject = frozenset() if is_question_title(page.title) else lines.terms(page, 0)
         for n in passage.lines:
             key = (url, version, n)
             if key in seen or not page.line(n).strip():
@@ -185,23 +190,25 @@ def score_lines(
                     context = frozenset().union(*(lines.terms(page, c) for c in around))
             # a question bigram is in the line when it is two neighbours of its letters
             found = sum(1 for g in q_bigrams if g in view.flat)
-            entries.append((pick, view.terms, found, bool(kinds & view.gives), context))
+            entries.append((pick, view.terms, found, bool(kinds & view.gives), context, subject))
     top_passage = max((float(p.score) for p in passages), default=0.0) or 1.0
     weight: dict[str, float] = {}
     q_terms: list[str] = []
     if not slots:  # the IDF share of the question's terms
         q_terms = question_terms(question, keywords, analyze)
-        weight = _weights(q_terms, [terms for _, terms, _, _, _ in entries], idf)
+        weight = _weights(q_terms, [terms for _, terms, _, _, _, _ in entries], idf)
     max_weight = sum(weight.values()) or 1.0
     slot_mass = sum(m for m, _ in slots) if slots else 0.0
     scored = []
-    for order, (pick, terms, found, gives_kind, context) in enumerate(entries):
+    for order, (pick, terms, found, gives_kind, context, subject) in enumerate(entries):
         if slots:
             overlap = slot_overlap(slots, terms, context, total=slot_mass)
+            own = slot_overlap(slots, terms - subject, context - subject, total=slot_mass) if subject else overlap
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
+            own = sum(weight[t] for t in q_terms if t in terms and t not in subject) / max_weight
         bigram = found / len(q_bigrams) if q_bigrams else 0.0
-        score = overlap * (1.0 + LINE_BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
+        score = own * (1.0 + LINE_BIGRAM_WEIGHT * bigram) + PASSAGE_WEIGHT * pick.score / top_passage
         if gives_kind:
             score += ANSWER_TYPE_WEIGHT
         scored.append(ScoredLine(pick, score, overlap, order))

@@ -166,3 +166,23 @@ def test_room_left_is_filled_from_the_rest_of_the_top_q_and_a_page(tmp_path):
         # an article page answers more than one question: its other sections stay out
         text, _ = extract(question, [], [passage(got["a.html"], [5, 6], score=0.3)], 500, analyze)
         assert wanted not in text and "指輪" in text
+
+
+def test_on_an_article_page_the_words_of_its_title_do_not_choose_the_line(tmp_path):
+    # An article is about the subject its title names: a line that only names the subject
+    # says nothing the title shown above it does not; the line saying what else is asked
+    # answers. On a Q&A page the title is the question, and its words count as before.
+    body = ("胸腺腫の手術について説明します。", "手術にかかる時間は3時間ほどです。")
+    pages = {"http://guide.test/article.html": ("胸腺腫", "胸腺腫", *body),
+             "http://guide.test/q9.html": ("Q9 胸腺腫の手術は何時間かかりますか？", "Q9 胸腺腫の手術は何時間かかりますか？", *body)}
+    question = "胸腺腫の手術の時間"
+    idf = {"胸腺腫": 3.0, "手術": 1.0, "時間": 1.0}
+    with make_store(tmp_path / "g.db", pages) as store:
+        got = _pages(store)
+        best = {}
+        for name in ("article.html", "q9.html"):
+            page = got[name]
+            ranked = score_lines(question, [], [passage(page, [2, 3])], analyze, idf)
+            best[name] = page.line(ranked[0].pick.line)
+            assert all(sl.overlap > 0 for sl in ranked)  # both lines still share a question word
+        assert best == {"article.html": body[1], "q9.html": body[0]}
