@@ -11,7 +11,7 @@ answers a question about 後期ダンピング症候群 named only in the header
 this order, each with its page's title line and the heading or introducing sentence it
 needs, until about AnswerConfig.answer_chars characters, never cutting a line:
 the best lines of the top passage that has any; every line sharing a question term, by
-score damped by its passage's rank; the neighbours of the best lines; headings; and,
+score damped by its passage's rank (a Q&A page's lines by the page's best passage); the neighbours of the best lines; headings; and,
 where room is left, the other lines of the top page when it is a Q&A page (it answers one
 question as a whole), best first.
 The answer is those stored lines, joined by newlines. Measured on the JSQuAD dev set
@@ -338,9 +338,11 @@ def extract(
         if first:
             break
     top = max((float(p.score) for p in passages), default=0.0) or 1.0
+    rank_of = _rank_scores(passages)
     ranked = sorted(
         (sl for sl in scored if sl.overlap > 0),
-        key=lambda sl: (-sl.score * (max(sl.pick.score, 0.0) / top) ** PASSAGE_RANK_POWER, sl.order),
+        key=lambda sl: (-sl.score * (max(rank_of.get(_page_key(sl.pick.page), sl.pick.score), 0.0) / top)
+                        ** PASSAGE_RANK_POWER, sl.order),
     )
     positive = [sl.pick for sl in ranked if not heading(sl.pick)]
     headings = [sl.pick for sl in ranked if heading(sl.pick)]
@@ -357,6 +359,23 @@ def extract(
                   titles=titles)
 
 
+def _rank_scores(passages: Sequence[Passage]) -> dict[tuple[str, int, str], float]:
+    """The score a Q&A page's lines are damped by: its best passage's (by page: URL, version
+    and title, a PDF's sections sharing the first two). The page answers one question as a
+    whole; which of its sections retrieval scored higher says little about which of its
+    lines answers. A line of an article page is damped by its own passage's score."""
+    out: dict[tuple[str, int, str], float] = {}
+    for p in passages:
+        if is_question_title(p.page.title):
+            key = _page_key(p.page)
+            out[key] = max(out.get(key, 0.0), float(p.score))
+    return out
+
+
+def _page_key(page: PageVersion) -> tuple[str, int, str]:
+    return (page.url, page.version, page.title)
+
+
 def rest_of_page(passages: Sequence[Passage]) -> list[Passage]:
     """The lines of the top passage's page that no reference passage holds, as one passage
     scored like the page's lowest passage, when that page is a Q&A page (its title asks one
@@ -369,7 +388,7 @@ def rest_of_page(passages: Sequence[Passage]) -> list[Passage]:
     page = passages[0].page
     if not is_question_title(page.title):
         return []
-    own = [p for p in passages if p.page.url == page.url and p.page.version == page.version]
+    own = [p for p in passages if _page_key(p.page) == _page_key(page)]
     held = {n for p in own for n in p.lines}
     missing = tuple(n for n in range(1, len(page.lines) + 1) if n not in held and page.line(n).strip())
     if not missing:

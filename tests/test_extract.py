@@ -186,3 +186,20 @@ def test_on_an_article_page_the_words_of_its_title_do_not_choose_the_line(tmp_pa
             best[name] = page.line(ranked[0].pick.line)
             assert all(sl.overlap > 0 for sl in ranked)  # both lines still share a question word
         assert best == {"article.html": body[1], "q9.html": body[0]}
+
+
+def test_a_q_and_a_pages_lines_are_ranked_by_the_page_not_by_their_section(tmp_path):
+    # The line that answers is in the Q&A page's section retrieval scored lower (0.6) than
+    # another page (0.9): the page answers its question as a whole, so its line is damped
+    # by the page's best passage (1.0) and comes before the other page's weaker line.
+    q2 = ("Q2 放射線治療の副作用にはどのようなものがありますか？", "放射線治療は、がんのある場所に放射線をあてる治療です。",
+          "副作用として、あてた場所の皮膚が赤くなることがあります。")
+    q5 = ("Q5 薬物療法の副作用は？", "薬物療法の副作用で、皮膚が乾燥することがあります。")
+    with make_store(tmp_path / "g.db", {"http://guide.test/q2.html": (q2[0], *q2),
+                                       "http://guide.test/q5.html": (q5[0], *q5)}) as store:
+        got = _pages(store)
+        refs = [passage(got["q2.html"], [2], 1.0), passage(got["q5.html"], [2], 0.9), passage(got["q2.html"], [3], 0.6)]
+        text, shown = extract("放射線治療で皮膚が赤くなるのは副作用？", [], refs, 110, analyze)
+        lines = text.split("\n")
+        assert lines[:3] == list(q2) and q5[1] not in lines
+        _assert_traceable(store, text, shown)
