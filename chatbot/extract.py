@@ -10,7 +10,9 @@ table row, in the table's header row counts at CONTEXT_WEIGHT (起こる時期 |
 answers a question about 後期ダンピング症候群 named only in the header). Lines are then taken in
 this order, each with its page's title line and the heading or introducing sentence it
 needs, until about AnswerConfig.answer_chars characters, never cutting a line:
-the best lines of the top passage that has any; every line sharing a question term, by
+the sentence under the top page's first heading that says as much of the question as any
+of its lines (it restates the question, or states the answer); the best lines of the top
+passage that has any; every line sharing a question term, by
 score damped by its passage's rank (a Q&A page's lines by the page's best passage); the neighbours of the best lines; headings; and,
 where room is left, the other lines of the top page when it is a Q&A page (it answers one
 question as a whole), best first.
@@ -31,7 +33,7 @@ from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import Passage
 from guiderag.retrieval.retriever import Slots
 from guiderag.store import PageVersion, structure
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
 
 from .answer import ShownPassage
 from .answer_type import asked_kinds
@@ -337,6 +339,9 @@ def extract(
         first = [sl.pick for sl in in_passage if sl.overlap > 0 and not heading(sl.pick)][:TOP_PASSAGE_LINES]
         if first:
             break
+    lead = _lead_line(scored, passages[0].page, heading, heading_max_chars) if passages else None
+    if lead is not None:
+        first = list(dict.fromkeys([lead, *first]))
     top = max((float(p.score) for p in passages), default=0.0) or 1.0
     rank_of = _rank_scores(passages)
     ranked = sorted(
@@ -357,6 +362,25 @@ def extract(
                 fillers.append(Pick(page, n, best.score))
     return render(ordered + fillers + headings + rest_picks, budget, heading_max_chars=heading_max_chars,
                   titles=titles)
+
+
+def _lead_line(scored: Sequence[ScoredLine], page: PageVersion, heading: Callable[[Pick], bool],
+               heading_max_chars: int) -> Pick | None:
+    """The line under the first heading of the top page that says as much of the question
+    as any line of the page (a heading that restates the question, or states the page's
+    answer to it: the sentence under it is that answer, often in words of its own), when
+    that line is not a heading itself; else None. The page's title line is no such heading."""
+    own = [sl for sl in scored if _page_key(sl.pick.page) == _page_key(page)]
+    best = max((sl.overlap for sl in own if not heading(sl.pick)), default=0.0)
+    title = title_line(page.title, page.lines)
+    for sl in sorted(own, key=lambda sl: sl.pick.line):
+        n = sl.pick.line
+        if n == title or not heading(sl.pick) or sl.overlap <= 0 or sl.overlap < best:
+            continue
+        if n < len(page.lines) and page.line(n + 1).strip() and not is_heading(page.line(n + 1), heading_max_chars):
+            return Pick(page, n + 1, sl.pick.score)
+        return None
+    return None
 
 
 def _rank_scores(passages: Sequence[Passage]) -> dict[tuple[str, int, str], float]:

@@ -203,3 +203,21 @@ def test_a_q_and_a_pages_lines_are_ranked_by_the_page_not_by_their_section(tmp_p
         lines = text.split("\n")
         assert lines[:3] == list(q2) and q5[1] not in lines
         _assert_traceable(store, text, shown)
+
+
+def test_the_sentence_under_a_heading_that_says_the_question_comes_first(tmp_path):
+    # The page's first heading says what the question asks (it states the answer); the
+    # sentence under it says the answer in words of its own and shares no question term.
+    # It comes first, before the lines of the top passage that only name the topic.
+    q7 = ("Q7 むくみは治りますか？", "むくみの多くは時間とともに軽くなります",
+          "手術のあと数か月のうちに、ほとんどの人で目立たなくなっていきます。", "むくみを和らげる方法",
+          "むくみには、腕を心臓より高くして休む方法があります。", "むくみが続くときは、弾性スリーブを使うことがあります。")
+    with make_store(tmp_path / "g.db", {"http://guide.test/q7.html": (q7[0], *q7)}) as store:
+        page = _pages(store)["q7.html"]
+        refs = [passage(page, [4, 5, 6], 0.5), passage(page, [2, 3], 0.4)]
+        text, shown = extract("むくみって時間がたてば軽くなるの？", [], refs, 90, analyze)
+        assert text.split("\n")[:3] == list(q7[:3])
+        _assert_traceable(store, text, shown)
+        # a heading that says less of the question than a line of the page brings nothing
+        text, _ = extract("むくみを和らげるには腕を高くして休む？", [], refs, 90, analyze)
+        assert q7[2] not in text
