@@ -103,9 +103,12 @@ def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
         best = 0.0
         for a, lam in alternatives.items():
             if a in terms:
-                best = max(best, lam)
-            elif a in context:
-                best = max(best, lam * context_weight)
+                if lam > best:
+                    best = lam
+            elif context and a in context:
+                lam = lam * context_weight
+                if lam > best:
+                    best = lam
         found += mass * best
     return found / total
 
@@ -188,10 +191,13 @@ def score_lines(
             context: frozenset[str] = frozenset()
             if slots and CONTEXT_WEIGHT > 0:
                 around = view.context if stored_context else line_context(page, n, heading_max_chars)
-                if around:
+                if len(around) == 1:
+                    context = lines.terms(page, around[0])
+                elif around:
                     context = frozenset().union(*(lines.terms(page, c) for c in around))
             # a question bigram is in the line when it is two neighbours of its letters
-            found = sum(1 for g in q_bigrams if g in view.flat)
+            flat = view.flat
+            found = sum(g in flat for g in q_bigrams)
             entries.append((pick, view.terms, found, bool(kinds & view.gives), context, subject))
     top_passage = max((float(p.score) for p in passages), default=0.0) or 1.0
     weight: dict[str, float] = {}
@@ -246,9 +252,9 @@ def line_coverage(
         best = 0.0
         mass = sum(m for m, _ in slots)
         for p in passages:
-            title = lines.terms(p.page, 0)
+            title = lines.terms(p.page, 0)  # read as the line's own terms (weight 1), not as context
             for n in p.lines:
-                best = max(best, slot_overlap(slots, lines.terms(p.page, n) | title, total=mass))
+                best = max(best, slot_overlap(slots, lines.terms(p.page, n), title, 1.0, total=mass))
         return best
     q_terms = question_terms(question, keywords, analyze)
     if not q_terms:
@@ -319,8 +325,15 @@ def extract(
     by_key = {sl.pick.key: sl for sl in scored}
     titles = TitleLines()  # shared with render: each page's title line looked for once
 
+    heads: dict[tuple[int, int], bool] = {}  # by page object and line: asked of a line again and again
+
     def heading(pick: Pick) -> bool:
-        return titles(pick.page) == pick.line or is_heading(pick.page.line(pick.line), heading_max_chars)
+        at = (id(pick.page), pick.line)
+        found = heads.get(at)
+        if found is None:
+            found = heads[at] = titles(pick.page) == pick.line or is_heading(pick.page.line(pick.line),
+                                                                            heading_max_chars)
+        return found
 
     # Retrieval ranked the passages with more than words (page title, bigrams, BM25): the
     # best lines of the first passage that has any come first; then every line sharing a

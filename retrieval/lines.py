@@ -37,7 +37,8 @@ from .normalize import normalize
 LINES_VERSION = "3"  # 2: the titles' index terms, the odds bit; 3: the units of figures
 # Analyses of lines kept by ComputedLines (the same reference lines recur across questions).
 COMPUTED_CACHE = 8192
-# Term sets of stored lines kept as Python sets (built from the stored ids on first use).
+# Term sets of stored lines kept as Python sets (built from the stored ids on first use), and
+# the lines read lately, at most this many of each.
 STORED_CACHE = 65536
 
 # What str.isalnum() keeps: \w is a letter, a digit or "_" (the same Unicode test).
@@ -193,6 +194,7 @@ class StoredLines(LineAnalyses):
         self._vocab = [*terms, *data.extra_terms]
         self._fallback = fallback
         self._sets: dict[int, frozenset[str]] = {}
+        self._views: dict[int, LineView] = {}  # the lines read lately (as _sets: at most STORED_CACHE)
         self._page_masks: dict[str, list[int]] = {}
         self._lock = threading.Lock()
 
@@ -222,10 +224,17 @@ class StoredLines(LineAnalyses):
         i = self._text(page, number)
         if i is None:
             return self._fallback.line(page, number)
-        d = self.data
-        a, b = d.context[i].tolist()
-        context = (a, b) if b else (a,) if a else ()
-        return LineView(self._term_set(i), d.flat[int(d.flat_ptr[i]):int(d.flat_ptr[i + 1])], int(d.gives[i]), context)
+        view = self._views.get(i)
+        if view is None:
+            d = self.data
+            a, b = d.context[i].tolist()
+            context = (a, b) if b else (a,) if a else ()
+            view = LineView(self._term_set(i), d.flat[int(d.flat_ptr[i]):int(d.flat_ptr[i + 1])], int(d.gives[i]),
+                            context)
+            if len(self._views) >= STORED_CACHE:
+                self._views.clear()
+            self._views[i] = view
+        return view
 
     def page_gives(self, page: PageVersion, *, title: bool = False) -> int:
         row = self._rows.get(id(page))
