@@ -94,14 +94,27 @@ def slot_overlap(slots: Slots, terms: set[str] | frozenset[str],
     """The share of the slots' mass a set of terms finds (each slot at its best lambda);
     terms found only in `context` (a line's heading, its table's header row) count at
     `context_weight`. `total`: the slots' mass, when the caller summed it once for many lines."""
-    if total is None:
-        total = sum(m for m, _ in slots)
+    return _overlap(_items(slots), terms, context, context_weight,
+                    sum(m for m, _ in slots) if total is None else total)
+
+
+Items = list[tuple[float, tuple[tuple[str, float], ...]]]
+
+
+def _items(slots: Slots) -> Items:
+    """The slots as (mass, its alternatives' (term, lambda) pairs): read once for many lines."""
+    return [(mass, tuple(alternatives.items())) for mass, alternatives in slots]
+
+
+def _overlap(slots: Items, terms: set[str] | frozenset[str], context: set[str] | frozenset[str],
+             context_weight: float, total: float) -> float:
+    """slot_overlap of slots read by _items."""
     if total <= 0:
         return 0.0
     found = 0.0
     for mass, alternatives in slots:
         best = 0.0
-        for a, lam in alternatives.items():
+        for a, lam in alternatives:
             if a in terms:
                 if lam > best:
                     best = lam
@@ -196,8 +209,7 @@ def score_lines(
                 elif around:
                     context = frozenset().union(*(lines.terms(page, c) for c in around))
             # a question bigram is in the line when it is two neighbours of its letters
-            flat = view.flat
-            found = sum(g in flat for g in q_bigrams)
+            found = sum(map(view.flat.__contains__, q_bigrams))
             entries.append((pick, view.terms, found, bool(kinds & view.gives), context, subject))
     top_passage = max((float(p.score) for p in passages), default=0.0) or 1.0
     weight: dict[str, float] = {}
@@ -207,11 +219,12 @@ def score_lines(
         weight = _weights(q_terms, [terms for _, terms, _, _, _, _ in entries], idf)
     max_weight = sum(weight.values()) or 1.0
     slot_mass = sum(m for m, _ in slots) if slots else 0.0
+    items = _items(slots) if slots else []
     scored = []
     for order, (pick, terms, found, gives_kind, context, subject) in enumerate(entries):
         if slots:
-            overlap = slot_overlap(slots, terms, context, total=slot_mass)
-            own = slot_overlap(slots, terms - subject, context - subject, total=slot_mass) if subject else overlap
+            overlap = _overlap(items, terms, context, CONTEXT_WEIGHT, slot_mass)
+            own = _overlap(items, terms - subject, context - subject, CONTEXT_WEIGHT, slot_mass) if subject else overlap
         else:
             overlap = sum(weight[t] for t in q_terms if t in terms) / max_weight
             own = sum(weight[t] for t in q_terms if t in terms and t not in subject) / max_weight
@@ -251,10 +264,11 @@ def line_coverage(
     if slots is not None:
         best = 0.0
         mass = sum(m for m, _ in slots)
+        items = _items(slots)
         for p in passages:
             title = lines.terms(p.page, 0)  # read as the line's own terms (weight 1), not as context
             for n in p.lines:
-                best = max(best, slot_overlap(slots, lines.terms(p.page, n), title, 1.0, total=mass))
+                best = max(best, _overlap(items, lines.terms(p.page, n), title, 1.0, mass))
         return best
     q_terms = question_terms(question, keywords, analyze)
     if not q_terms:

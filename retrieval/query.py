@@ -426,15 +426,22 @@ class QueryBuilder:
                    and not any(p != x.surface and p in x.surface for p in known_parts)]
         if not unknown:
             return
+        # each token read once: whether a span may hold it, whether it is an affix
+        wordlike = [is_content(t) or t.kind == PREFIX for t in tokens]
+        affix = [t.kind in (PREFIX, SUFFIX) for t in tokens]
         for i in range(len(tokens)):
+            surface = form = ""
+            affixes_only = True
+            # the spans i..j grow by one token: a span fails where its last token does
             for j in range(i + 1, min(len(tokens), i + SUDACHI_SPAN) + 1):
-                span = tokens[i:j]
-                if not all(is_content(t) or t.kind == PREFIX for t in span):
+                if not wordlike[j - 1]:
                     break
-                if all(t.kind in (PREFIX, SUFFIX) for t in span):
+                surface += tokens[j - 1].surface
+                form += tokens[j - 1].form
+                affixes_only = affixes_only and affix[j - 1]
+                if affixes_only:
                     continue  # an affix alone (病 of 糖尿病) is no word of the question
-                surface = "".join(t.surface for t in span)
-                words = sudachi.synonyms(surface) or sudachi.synonyms("".join(t.form for t in span))
+                words = sudachi.synonyms(surface) or sudachi.synonyms(form)
                 if not words:
                     continue
                 # the word with its affixes (お産のあと: お + 産 + 後) must be the whole term
@@ -447,7 +454,7 @@ class QueryBuilder:
                 holders = [x for x in unknown if x.surface in whole or x.term == surface]
                 if not holders:
                     continue
-                self._synonyms_of(surface, words, {surface, "".join(t.form for t in span)}, holders, lam, expansions)
+                self._synonyms_of(surface, words, {surface, form}, holders, lam, expansions)
 
     def _synonyms_of(self, source: str, words: Sequence[str], own: set[str], holders: Sequence[Slot], lam: float,
                      expansions: list[Expansion]) -> None:
