@@ -29,18 +29,27 @@ def saturate(counts: sp.csr_matrix, k1: float, b: float, *, copy: bool = True) -
     """BM25 term-frequency saturation, divided by (k1 + 1) and capped at 1 (`copy`=False:
     in `counts` itself, float32 CSR, which the caller gives up)."""
     m = counts.tocsr(copy=copy)
-    lengths = np.asarray(m.sum(axis=1)).ravel()
-    avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
-    norm = k1 * (1.0 - b + b * lengths / avg)
+    norm = length_norm(np.asarray(m.sum(axis=1)).ravel(), k1, b)
     tf = m.data
     out = tf if tf.dtype == np.float32 else np.empty(len(tf), dtype=np.float32)
     for lo in range(0, len(tf), _CHUNK):
         hi = min(len(tf), lo + _CHUNK)
         rows = np.searchsorted(m.indptr, np.arange(lo, hi), side="right") - 1
-        part = tf[lo:hi]
-        out[lo:hi] = np.minimum(1.0, part / (part + norm[rows])).astype(np.float32)
+        out[lo:hi] = saturated(tf[lo:hi], norm[rows])
     m.data = out
     return m
+
+
+def length_norm(lengths: np.ndarray, k1: float, b: float) -> np.ndarray:
+    """Each row's k1 * (1 - b + b * length / average length), of its `lengths` (the rows'
+    sums of counts, in the counts' dtype: float32 counts give float32 norms)."""
+    avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+    return k1 * (1.0 - b + b * lengths / avg)
+
+
+def saturated(tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """Saturated weights of the counts `tf` of rows of length norms `norm` (one per count), float32."""
+    return np.minimum(1.0, tf / (tf + norm)).astype(np.float32)
 
 
 def presence(counts: sp.csr_matrix, *, copy: bool = True) -> sp.csr_matrix:
@@ -55,8 +64,12 @@ def presence(counts: sp.csr_matrix, *, copy: bool = True) -> sp.csr_matrix:
 def idf_vector(page_counts: sp.csr_matrix) -> np.ndarray:
     """BM25 idf from page document frequencies (a title repeated in every passage of
     its page counts once)."""
-    n = page_counts.shape[0]
-    df = np.bincount(page_counts.indices, minlength=page_counts.shape[1]).astype(np.float64)
+    return idf_of(np.bincount(page_counts.indices, minlength=page_counts.shape[1]), page_counts.shape[0])
+
+
+def idf_of(df: np.ndarray, n: int) -> np.ndarray:
+    """BM25 idf of document frequencies `df` among `n` pages."""
+    df = df.astype(np.float64)
     return np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 

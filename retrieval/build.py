@@ -29,11 +29,12 @@ from .lines import LineParts, flat_text
 from .text_ids import joined as _joined, text_ids as _text_ids
 
 from . import bm25, passages
-from .bm25 import idf_vector, presence, saturate
+from .bm25 import idf_of
 from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
+from .row_blocks import RowBlocks, stack_csc
 
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
@@ -113,10 +114,10 @@ def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, in
     )
 
 
-def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int, int]]) -> _Block:
-    """Span rows, each (title text, heading text or -1, line text), as (all ids, None, row
-    lengths): spans only record presence, so their ids stay unsorted and repeated
-    (presence() merges them) and their counts, all ones, are not sent."""
+def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int, int]], width: int) -> _Block:
+    """Span rows, each (title text, heading text or -1, line text), as (ids, None, row
+    lengths): spans only record presence, so each row's ids are made distinct (scipy's
+    sum_duplicates: sorted within the row) and their counts, all ones, are not sent."""
     if not rows:
         return np.empty(0, np.int32), None, np.empty(0, np.int64)
     starts = [0, *ends]
@@ -130,7 +131,11 @@ def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int,
     text_len = np.diff(np.asarray(starts, dtype=np.int64))
     titles, heads, lines = np.array(rows, dtype=np.int64).T
     lengths = text_len[titles] + np.where(heads >= 0, text_len[heads], 0) + text_len[lines]
-    return ids, None, lengths
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    m = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(len(rows), width))
+    m.sum_duplicates()
+    return m.indices.astype(np.int32, copy=False), None, np.diff(m.indptr).astype(np.int64)
 
 
 def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
@@ -221,8 +226,8 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
         _count_rows(bflat, b_ends, page_rows, bw),
         _count_rows(tflat, t_ends, passage_rows, tw),
         _count_rows(bflat, b_ends, passage_rows, bw),
-        _presence_rows(tflat, t_ends, span_rows),
-        _presence_rows(bflat, b_ends, span_rows),
+        _presence_rows(tflat, t_ends, span_rows, tw),
+        _presence_rows(bflat, b_ends, span_rows, bw),
     ]
     context = np.zeros((len(contexts), 2), dtype=np.int32)
     for i, c in enumerate(contexts):
@@ -332,57 +337,6 @@ class _IdMap:
         self.size = need
 
 
-class _Builder:
-    """Accumulates one sparse count matrix row by row (indices need not be sorted)."""
-
-    def __init__(self) -> None:
-        self.lengths: list[np.ndarray] = []
-        self.indices: list[np.ndarray] = []
-        self.counts: list[np.ndarray | None] = []
-        self.nnz = 0
-        self.n_rows = 0
-
-    def add_block(self, ids: np.ndarray, counts: np.ndarray | None, lengths: np.ndarray) -> None:
-        """Many rows at once: their ids one after another, their counts (None: all ones,
-        made only when the matrix is) and each row's length."""
-        if len(lengths):
-            self.indices.append(ids)
-            self.counts.append(counts)
-            self.lengths.append(lengths)
-            self.nnz += int(lengths.sum())
-            self.n_rows += len(lengths)
-
-    @property
-    def rows(self) -> int:
-        return self.n_rows
-
-    def matrix(self, ncols: int) -> sp.csr_matrix:
-        """The matrix (once: the blocks are let go as it is made)."""
-        indices = np.concatenate(self.indices) if self.indices else np.empty(0, np.int32)
-        self.indices = []
-        data = np.ones(len(indices), dtype=np.float32)
-        at = 0
-        for counts, ids_len in zip(self.counts, map(int, (l.sum() for l in self.lengths))):
-            if counts is not None:
-                data[at : at + ids_len] = counts
-            at += ids_len
-        indptr = np.zeros(self.n_rows + 1, dtype=np.int64)
-        if self.lengths:
-            np.cumsum(np.concatenate(self.lengths), out=indptr[1:])
-        self.counts, self.lengths = [], []
-        m = sp.csr_matrix((data, indices, indptr), shape=(self.n_rows, ncols))
-        m.sort_indices()
-        return m
-
-
-def _stack(levels: list[sp.csr_matrix]) -> sp.csc_matrix:
-    """One channel's matrix in the ROW LAYOUT (retrieval.index): the levels' rows one after
-    another (the list is emptied as it goes: each level's memory is freed once stacked)."""
-    stacked = sp.vstack(levels, format="csr")
-    levels.clear()
-    return stacked.tocsc()
-
-
 def build_data(
     pages: Sequence[PageVersion], corpus_version: str, config: RetrievalConfig, analyzer: Analyzer,
     progress: ProgressReporter = QUIET,
@@ -390,9 +344,9 @@ def build_data(
     """Analyse every page once and build the matrices and the line analyses in memory."""
     term_vocab: dict[str, int] = {}
     bigram_vocab: dict[str, int] = {}
-    pt, pb = _Builder(), _Builder()  # passages
-    gt, gb = _Builder(), _Builder()  # pages
-    st, sb = _Builder(), _Builder()  # line spans
+    pt, pb = RowBlocks(), RowBlocks()  # passages
+    gt, gb = RowBlocks(), RowBlocks()  # pages
+    st, sb = RowBlocks(), RowBlocks()  # line spans
     lines = LineParts()
     span_first: list[int] = []
     span_end: list[int] = []
@@ -411,7 +365,7 @@ def build_data(
         lines.add(lmap.ids, tmap.ids, texts)
         offset = st.rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
-            builder.add_block(idmap.ids[ids], counts, lengths)
+            builder.add(idmap.ids[ids], counts, lengths)
         for meta, n_spans in zip(metas, span_counts):
             for heading, first, last, s_lo, s_hi in meta:
                 span_first.append(offset + s_lo)
@@ -428,16 +382,9 @@ def build_data(
     k1, b = bm25.K1, bm25.B
     nt, nb = len(term_vocab), len(bigram_vocab)
     n_spans = st.rows
-    page_terms = gt.matrix(nt)
-    page_bigrams = gb.matrix(nb)
-    term_idf, bigram_idf = idf_vector(page_terms), idf_vector(page_bigrams)
-    # each level's matrix is this function's own: saturated and merged in place (memory)
-    terms = _stack([saturate(pt.matrix(nt), k1, b, copy=False), saturate(page_terms, k1, b, copy=False),
-                    presence(st.matrix(nt), copy=False)])
-    del page_terms
-    bigrams = _stack([saturate(pb.matrix(nb), k1, b, copy=False), saturate(page_bigrams, k1, b, copy=False),
-                      presence(sb.matrix(nb), copy=False)])
-    del page_bigrams
+    term_idf, bigram_idf = idf_of(gt.df(nt), len(pages)), idf_of(gb.df(nb), len(pages))
+    terms = stack_csc([(pt, True), (gt, True), (st, False)], nt, k1, b)
+    bigrams = stack_csc([(pb, True), (gb, True), (sb, False)], nb, k1, b)
     return IndexData(
         corpus_version=corpus_version,
         fingerprint=index_fingerprint(config, analyzer),

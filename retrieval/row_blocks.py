@@ -1,0 +1,120 @@
+"""The index build's rows, kept as the chunks' blocks, and one channel's matrix in the ROW
+LAYOUT (retrieval.index) assembled from them as CSC directly (retrieval.build).
+
+A level (the passages, the pages or the line spans of one channel) arrives as blocks of
+rows: global term ids, their counts (None: presence, all ones) and each row's length,
+every row's ids distinct. `stack_csc` places the levels' entries straight into the CSC
+arrays: a group of blocks at a time is turned column-major (scipy's own csr_tocsc) and its
+entries go after the rows already placed in each column. So every column lists its rows in
+order, as the CSC of the stacked rows does, with no stacked CSR copy beside the CSC and
+each block let go once placed: the build's peak memory is the CSC and the blocks not yet
+placed, not two copies of the matrix.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .bm25 import length_norm, saturated
+
+# Entries turned column-major at once: the temporaries of a group stay about 40 bytes each.
+GROUP_ENTRIES = 1 << 19
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+class RowBlocks:
+    """The rows of one level of one channel, as blocks (ids, counts or None, row lengths)."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
+        self.n_rows = 0
+        self.nnz = 0
+
+    def add(self, ids: np.ndarray, counts: np.ndarray | None, lengths: np.ndarray) -> None:
+        """Rows at once: their ids one after another (distinct within a row), their counts
+        (None: presence) and each row's length."""
+        if len(lengths):
+            self.blocks.append((ids, counts, lengths))
+            self.n_rows += len(lengths)
+            self.nnz += len(ids)
+
+    @property
+    def rows(self) -> int:
+        return self.n_rows
+
+    def df(self, ncols: int) -> np.ndarray:
+        """In how many rows each column occurs (a page level's document frequencies)."""
+        out = np.zeros(ncols, dtype=np.int64)
+        for ids, _, _ in self.blocks:
+            out += np.bincount(ids, minlength=ncols)
+        return out
+
+    def row_lengths(self) -> np.ndarray:
+        """Each row's sum of counts, float32 (the sum scipy's float32 CSR gives: counts are
+        whole numbers, exact below 2**24)."""
+        parts = []
+        for ids, counts, lengths in self.blocks:
+            row_of = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+            sums = np.bincount(row_of, weights=counts, minlength=len(lengths)) if counts is not None else lengths
+            parts.append(np.asarray(sums).astype(np.float32))
+        return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
+def stack_csc(levels: list[tuple[RowBlocks, bool]], ncols: int, k1: float, b: float) -> sp.csc_matrix:
+    """The levels' rows one after another as one CSC matrix; each level (blocks, saturate):
+    BM25-saturated counts (retrieval.bm25.saturate) or presence (ones). The same arrays as
+    stacking the levels' CSR matrices and converting with tocsc. The levels' blocks are
+    let go as they are placed."""
+    n_rows = sum(level.n_rows for level, _ in levels)
+    nnz = sum(level.nnz for level, _ in levels)
+    idx_dtype = np.int32 if max(nnz, n_rows) <= _INT32_MAX else np.int64
+    col_counts = np.zeros(ncols, dtype=np.int64)
+    for level, _ in levels:
+        for ids, _, _ in level.blocks:
+            col_counts += np.bincount(ids, minlength=ncols)
+    indptr = np.zeros(ncols + 1, dtype=np.int64)
+    np.cumsum(col_counts, out=indptr[1:])
+    del col_counts
+    free = indptr[:-1].copy()  # where each column's next entry goes
+    indices = np.empty(nnz, dtype=idx_dtype)
+    data = np.empty(nnz, dtype=np.float32)
+    row0 = 0
+    for level, saturate in levels:
+        norm = length_norm(level.row_lengths(), k1, b) if saturate else None
+        level_row = 0  # the level's first row of the group
+        blocks = level.blocks
+        level.blocks = []
+        blocks.reverse()
+        while blocks:
+            group = [blocks.pop()]
+            size = len(group[0][0])
+            while blocks and size + len(blocks[-1][0]) <= GROUP_ENTRIES:
+                group.append(blocks.pop())
+                size += len(group[-1][0])
+            ids = np.concatenate([g[0] for g in group]) if len(group) > 1 else group[0][0]
+            lengths = np.concatenate([g[2] for g in group]) if len(group) > 1 else group[0][2]
+            if norm is None:
+                values = np.ones(len(ids), dtype=np.float32)
+            else:
+                counts = np.concatenate([g[1] for g in group if g[1] is not None])
+                rows = np.repeat(np.arange(level_row, level_row + len(lengths), dtype=np.int64), lengths)
+                values = saturated(counts, norm[rows])
+                del counts, rows
+            del group
+            ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=ptr[1:])
+            part = sp.csr_matrix((values, ids, ptr), shape=(len(lengths), ncols)).tocsc()
+            del values, ids, ptr
+            starts = part.indptr.astype(np.int64)
+            per_col = np.diff(starts)
+            dest = np.repeat(free - starts[:-1], per_col)
+            dest += np.arange(len(dest), dtype=np.int64)
+            indices[dest] = part.indices.astype(idx_dtype, copy=False) + (row0 + level_row)
+            data[dest] = part.data
+            free += per_col
+            del part, dest, starts, per_col
+            level_row += len(lengths)
+        row0 += level.n_rows
+    m = sp.csc_matrix((data, indices, indptr.astype(idx_dtype)), shape=(n_rows, ncols))
+    m.has_sorted_indices = True  # each column's rows in order, as tocsc gives them
+    return m

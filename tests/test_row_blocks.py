@@ -1,0 +1,85 @@
+"""The build's CSC assembly (retrieval.row_blocks.stack_csc) gives the arrays of the way it
+replaced, bit for bit: every level's CSR matrix made, BM25-saturated or read as presence,
+stacked and converted with tocsc; in groups of any size, with empty rows and empty levels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from guiderag.retrieval import bm25, row_blocks
+from guiderag.retrieval.row_blocks import RowBlocks, stack_csc
+
+
+def _blocks(rng: np.random.Generator, n_blocks: int, cols: int, *, counts: bool) -> list[tuple]:
+    """Blocks of rows with distinct, unsorted ids per row (some rows empty)."""
+    out = []
+    for _ in range(n_blocks):
+        rows = int(rng.integers(0, 12))
+        lengths = rng.integers(0, min(cols, 9), size=rows)
+        lengths[::5] = 0
+        ids = np.concatenate([rng.permutation(cols)[:n] for n in lengths]).astype(np.int32) if rows else np.empty(0, np.int32)
+        values = rng.integers(1, 6, size=len(ids)).astype(np.float32) if counts else None
+        out.append((ids, values, lengths.astype(np.int64)))
+    return out
+
+
+def _replaced(levels: list[tuple[list[tuple], bool]], cols: int) -> sp.csc_matrix:
+    """What build.py did before stack_csc: one CSR per level (indices sorted), saturated or
+    presence, vstack, tocsc."""
+    mats = []
+    for blocks, saturate in levels:
+        ids = np.concatenate([b[0] for b in blocks]) if blocks else np.empty(0, np.int32)
+        data = np.concatenate([b[1] if b[1] is not None else np.ones(len(b[0]), np.float32) for b in blocks]) \
+            if blocks else np.empty(0, np.float32)
+        lengths = np.concatenate([b[2] for b in blocks]) if blocks else np.empty(0, np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        m = sp.csr_matrix((data, ids, indptr), shape=(len(lengths), cols))
+        m.sort_indices()
+        mats.append(bm25.saturate(m, bm25.K1, bm25.B, copy=False) if saturate else bm25.presence(m, copy=False))
+    return sp.vstack(mats, format="csr").tocsc()
+
+
+@pytest.mark.parametrize("group", [1, 5, 64, 1 << 19])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_stack_csc_equals_stacking_the_levels_and_tocsc(seed: int, group: int, monkeypatch) -> None:
+    monkeypatch.setattr(row_blocks, "GROUP_ENTRIES", group)
+    rng = np.random.default_rng(seed)
+    cols = 23
+    shapes = [(_blocks(rng, 6, cols, counts=True), True), (_blocks(rng, 3, cols, counts=True), True),
+              (_blocks(rng, 8, cols, counts=False), False)]
+    want = _replaced(shapes, cols)
+    levels = []
+    for blocks, saturate in shapes:
+        level = RowBlocks()
+        for ids, counts, lengths in blocks:
+            level.add(ids, counts, lengths)
+        levels.append((level, saturate))
+    df = levels[1][0].df(cols)
+    got = stack_csc(levels, cols, bm25.K1, bm25.B)
+    assert got.shape == want.shape and got.format == "csc"
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert got.has_sorted_indices
+    assert all(not level.blocks for level, _ in levels)  # let go as placed
+    first = sum(len(b[2]) for b in shapes[0][0])
+    pages = want.tocsr()[first:first + levels[1][0].rows]
+    assert np.array_equal(bm25.idf_of(df, pages.shape[0]), bm25.idf_vector(pages))
+
+
+def test_stack_csc_of_nothing() -> None:
+    got = stack_csc([(RowBlocks(), True), (RowBlocks(), False)], 0, bm25.K1, bm25.B)
+    want = _replaced([([], True), ([], False)], 0)
+    assert got.shape == want.shape == (0, 0) and got.nnz == 0
+    assert got.indptr.dtype == want.indptr.dtype and np.array_equal(got.indptr, want.indptr)
+
+
+def test_span_rows_are_made_distinct_in_the_worker() -> None:
+    from guiderag.retrieval.build import _presence_rows
+
+    flat = np.array([3, 1, 3, 2, 1, 4, 4], dtype=np.int32)  # texts: [3 1 3] [2 1] [4 4]
+    ids, counts, lengths = _presence_rows(flat, [3, 5, 7], [(0, -1, 1), (0, 2, 2), (1, -1, 1)], 5)
+    assert counts is None
+    assert lengths.tolist() == [3, 3, 2]
+    assert ids.tolist() == [1, 2, 3, 1, 3, 4, 1, 2]
