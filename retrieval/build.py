@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from guiderag.guideline import DEFAULT_GUIDELINE, GuidelineScope
 from guiderag.progress import QUIET, ProgressReporter
@@ -20,7 +19,7 @@ from guiderag.scopes import RetrievalConfig, StoreConfig
 from guiderag.store import PageVersion
 
 from guiderag.store import structure
-from guiderag.store.structure import line_contexts
+from guiderag.store.structure import is_heading, line_contexts
 
 from .analyzer import Analyzer, char_bigrams
 from .normalize import normalize
@@ -34,7 +33,7 @@ from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
-from .row_blocks import RowBlocks, stack_csc
+from .row_blocks import RowBlocks, distinct_rows, stack_csc, text_rows
 
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
@@ -92,50 +91,23 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
 
 def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
     """Count rows made of texts: row r holds the texts of its (first, stop) ranges, whose
-    ids lie in `flat` up to `ends` (text i ends at ends[i]). One np.unique for all rows:
-    each row's ids come out sorted with their counts, as np.unique of the row alone."""
-    starts = [0, *ends]
-    parts: list[np.ndarray] = []
-    lengths = np.zeros(len(rows), dtype=np.int64)
-    for r, ranges in enumerate(rows):
-        for first, stop in ranges:
-            lo, hi = starts[first], starts[stop]
-            if hi > lo:
-                parts.append(flat[lo:hi])
-                lengths[r] += hi - lo
-    if not parts:
-        return np.empty(0, np.int32), np.empty(0, np.float32), np.zeros(len(rows), np.int64)
-    row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    keys, counts = np.unique(row_of * width + np.concatenate(parts), return_counts=True)
-    return (
-        (keys % width).astype(np.int32),
-        counts.astype(np.float32),
-        np.bincount(keys // width, minlength=len(rows)).astype(np.int64),
-    )
+    ids lie in `flat` up to `ends` (text i ends at ends[i]): each row's ids sorted and
+    distinct, with their counts, as np.unique of the row alone (what _chunk_rows does with
+    its rows as arrays of ranges: retrieval.row_blocks.text_rows, distinct_rows)."""
+    k = max((len(r) for r in rows), default=1)
+    ranges = np.zeros((len(rows), k, 2), dtype=np.int64)
+    for r, row in enumerate(rows):
+        if row:
+            ranges[r, : len(row)] = row
+    return distinct_rows(*text_rows(flat, np.asarray([0, *ends], dtype=np.int64), ranges), width)
 
 
-def _presence_rows(flat: np.ndarray, ends: list[int], rows: list[tuple[int, int, int]], width: int) -> _Block:
-    """Span rows, each (title text, heading text or -1, line text), as (ids, None, row
-    lengths): spans only record presence, so each row's ids are made distinct (scipy's
-    sum_duplicates: sorted within the row) and their counts, all ones, are not sent."""
-    if not rows:
-        return np.empty(0, np.int32), None, np.empty(0, np.int64)
-    starts = [0, *ends]
-    parts: list[np.ndarray] = []
-    for title, heading, line in rows:
-        parts.append(flat[starts[title] : starts[title + 1]])
-        if heading >= 0:
-            parts.append(flat[starts[heading] : starts[heading + 1]])
-        parts.append(flat[starts[line] : starts[line + 1]])
-    ids = np.concatenate(parts).astype(np.int32, copy=False)
-    text_len = np.diff(np.asarray(starts, dtype=np.int64))
-    titles, heads, lines = np.array(rows, dtype=np.int64).T
-    lengths = text_len[titles] + np.where(heads >= 0, text_len[heads], 0) + text_len[lines]
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    m = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(len(rows), width))
-    m.sum_duplicates()
-    return m.indices.astype(np.int32, copy=False), None, np.diff(m.indptr).astype(np.int64)
+def _presence_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray, width: int) -> _Block:
+    """Span rows (title, heading or none, line: text ranges, as text_rows reads them), as
+    (ids, None, row lengths): spans only record presence, so each row's ids are made
+    distinct and their counts, all ones, are not sent."""
+    ids, _, lengths = distinct_rows(*text_rows(flat, starts, ranges), width)
+    return ids, None, lengths
 
 
 def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
@@ -160,9 +132,10 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     units: list[int] = []
     flats: list[str] = []
     contexts: list[tuple[int, ...]] = []
-    page_rows: list[list[tuple[int, int]]] = []
-    passage_rows: list[list[tuple[int, int]]] = []
-    span_rows: list[tuple[int, int, int]] = []
+    # rows as text ranges (first text, stop text), (0, 0) for none: pages 1, passages and spans 3
+    page_rows: list[int] = []
+    passage_rows: list[int] = []
+    span_rows: list[int] = []
     metas: list[list[tuple]] = []
     span_counts: list[int] = []
     analysis = w.analyzer.page_analysis
@@ -202,18 +175,20 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             gives.append(give)
             units.append(unit)
             flats.append(flat)
+        hmc = w.heading_max_chars
+        headings = [is_heading(line, hmc) for line in lines]  # read by the three below
         contexts.append(())
-        contexts.extend(line_contexts(lines, w.heading_max_chars))
-        page_rows.append([(base, base + len(lines) + 1)])
+        contexts.extend(line_contexts(lines, hmc, headings))
+        page_rows += (base, base + len(lines) + 1)
         skip = body_skip(title, lines, w.heading_max_chars)
-        spans = line_spans(lines, w.heading_max_chars, skip)
-        passages = segment(lines, w.passage_chars, w.heading_max_chars, skip)
+        spans = line_spans(lines, hmc, skip, headings)
+        passages = segment(lines, w.passage_chars, hmc, skip, headings)
         for heading, first, last in passages:
-            passage_rows.append(
-                [(base, base + 1), *([(base + heading, base + heading + 1)] if heading else []),
-                 (base + first, base + last + 1)]
-            )
-        span_rows.extend((base, base + heading if heading else -1, base + line) for heading, line in spans)
+            passage_rows += (base, base + 1, *((base + heading, base + heading + 1) if heading else (0, 0)),
+                             base + first, base + last + 1)
+        for heading, line in spans:
+            span_rows += (base, base + 1, *((base + heading, base + heading + 1) if heading else (0, 0)),
+                          base + line, base + line + 1)
         metas.append([(heading, first, last, *span_range(spans, first, last)) for heading, first, last in passages])
         span_counts.append(len(spans))
     tflat = _joined(t_parts)
@@ -221,13 +196,18 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     lflat = _joined(l_parts)
     del t_parts, b_parts, l_parts
     tw, bw = len(w.term_list), len(w.bigram_list)
+    t_starts = np.asarray([0, *t_ends], dtype=np.int64)
+    b_starts = np.asarray([0, *b_ends], dtype=np.int64)
+    pages_at = np.asarray(page_rows, dtype=np.int64).reshape(-1, 1, 2)
+    passages_at = np.asarray(passage_rows, dtype=np.int64).reshape(-1, 3, 2)
+    spans_at = np.asarray(span_rows, dtype=np.int64).reshape(-1, 3, 2)
     blocks = [
-        _count_rows(tflat, t_ends, page_rows, tw),
-        _count_rows(bflat, b_ends, page_rows, bw),
-        _count_rows(tflat, t_ends, passage_rows, tw),
-        _count_rows(bflat, b_ends, passage_rows, bw),
-        _presence_rows(tflat, t_ends, span_rows, tw),
-        _presence_rows(bflat, b_ends, span_rows, bw),
+        distinct_rows(*text_rows(tflat, t_starts, pages_at), tw),
+        distinct_rows(*text_rows(bflat, b_starts, pages_at), bw),
+        distinct_rows(*text_rows(tflat, t_starts, passages_at), tw),
+        distinct_rows(*text_rows(bflat, b_starts, passages_at), bw),
+        _presence_rows(tflat, t_starts, spans_at, tw),
+        _presence_rows(bflat, b_starts, spans_at, bw),
     ]
     context = np.zeros((len(contexts), 2), dtype=np.int32)
     for i, c in enumerate(contexts):
@@ -235,12 +215,8 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             context[i, : len(c)] = c
     # each title's index terms (its analysis as the index made it: retrieval.evidence reads
     # them), distinct, in the worker's term ids
-    title_ids: list[np.ndarray] = []
-    for base in titles:
-        start = t_ends[base - 1] if base else 0
-        title_ids.append(np.unique(tflat[start:t_ends[base]]))
-    title_counts = np.asarray([len(t) for t in title_ids], dtype=np.int64)
-    title_flat = np.concatenate(title_ids) if title_ids else np.empty(0, np.int64)
+    title_at = np.asarray(titles, dtype=np.int64)
+    title_flat, _, title_counts = distinct_rows(*text_rows(tflat, t_starts, np.stack([title_at, title_at + 1], axis=1)), tw)
     line_ids, line_counts = _line_term_ids(tflat, t_ends, lflat, l_counts, framed_texts, tw)
     texts = (line_ids, line_counts, bytes(gives), np.asarray(units, dtype=np.uint16), context,
              np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
@@ -263,13 +239,12 @@ def _line_term_ids(tflat: np.ndarray, t_ends: list[int], lflat: np.ndarray, l_co
     (`framed`, in order) its own, in `lflat` (line-term ids, sent as -1 - id)."""
     n_texts = len(t_ends)
     lengths: np.ndarray = np.diff(np.asarray([0, *t_ends], dtype=np.int64))
-    text_of = np.repeat(np.arange(n_texts, dtype=np.int64), lengths)
     own = np.ones(n_texts, dtype=bool)
     own[framed] = False
-    keys = np.unique(text_of[own[text_of]] * width + tflat[own[text_of]])
-    texts = np.concatenate([keys // width, np.repeat(np.asarray(framed, dtype=np.int64),
-                                                     np.asarray(l_counts, dtype=np.int64))])
-    ids = np.concatenate([keys % width, -1 - lflat.astype(np.int64)])
+    own_ids, _, own_lengths = distinct_rows(tflat[np.repeat(own, lengths)], np.where(own, lengths, 0), width)
+    texts = np.concatenate([np.repeat(np.arange(n_texts, dtype=np.int64), own_lengths),
+                            np.repeat(np.asarray(framed, dtype=np.int64), np.asarray(l_counts, dtype=np.int64))])
+    ids = np.concatenate([own_ids.astype(np.int64), -1 - lflat.astype(np.int64)])
     order = np.argsort(texts, kind="stable")
     return ids[order].astype(np.int32), np.bincount(texts, minlength=n_texts).astype(np.int64)
 

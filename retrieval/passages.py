@@ -22,7 +22,8 @@ PASSAGE_CHARS = 300
 
 
 def segment(
-    lines: Sequence[str], passage_chars: int, heading_max_chars: int, skip: int = 0
+    lines: Sequence[str], passage_chars: int, heading_max_chars: int, skip: int = 0,
+    headings: Sequence[bool] | None = None,
 ) -> list[tuple[int, int, int]]:
     """Passages of one page as (heading line or 0, first line, last line), numbered from 1.
 
@@ -30,7 +31,8 @@ def segment(
     windows advance by about half their length, so a sentence near a window's edge is
     also seen with the lines around it. Line `skip` (the line that repeats the page title,
     which heads every passage anyway) is no body line: a passage of the title alone would
-    count its words twice in a few characters and outrank the pages' text."""
+    count its words twice in a few characters and outrank the pages' text. `headings`:
+    each line's is_heading, when the caller has them."""
     out: list[tuple[int, int, int]] = []
     heading = 0
     body: list[int] = []
@@ -58,7 +60,7 @@ def segment(
     for number, line in enumerate(lines, start=1):
         if not line.strip() or number == skip:
             continue
-        if is_heading(line, heading_max_chars):
+        if is_heading(line, heading_max_chars) if headings is None else headings[number - 1]:
             windows()
             body = []
             heading = number
@@ -71,19 +73,21 @@ def segment(
     return out
 
 
-def line_spans(lines: Sequence[str], heading_max_chars: int, skip: int = 0) -> list[tuple[int, int]]:
+def line_spans(lines: Sequence[str], heading_max_chars: int, skip: int = 0,
+               headings: Sequence[bool] | None = None) -> list[tuple[int, int]]:
     """One span per body line, in line order, as (heading line or 0, line), numbered from 1:
     the short context (with the page title) in which a question's terms count as said
     together. A heading line is no span of its own; it heads its section's. One line, not a
     line and its neighbour: measured better on JSQuAD's refusal trade-off and on the
     patient-worded sample set (a neighbour lets unrelated sentences pair up again). Line
-    `skip` (the title repeated) is no span, as it is no body line of a passage (segment)."""
+    `skip` (the title repeated) is no span, as it is no body line of a passage (segment).
+    `headings`: each line's is_heading, when the caller has them."""
     heading = 0
     out: list[tuple[int, int]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip() or number == skip:
             continue
-        if is_heading(line, heading_max_chars):
+        if is_heading(line, heading_max_chars) if headings is None else headings[number - 1]:
             heading = number
         else:
             out.append((heading, number))

@@ -22,6 +22,31 @@ GROUP_ENTRIES = 1 << 19
 _INT32_MAX = np.iinfo(np.int32).max
 
 
+def text_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of rows made of texts, row after row, and each row's length: text i's ids
+    are flat[starts[i]:starts[i + 1]], row r holds the texts of its ranges ranges[r, k] =
+    (first text, stop text), (0, 0) for none. One gather for all rows."""
+    lo = starts[ranges[..., 0]]
+    sizes = starts[ranges[..., 1]] - lo
+    lengths = sizes.sum(axis=1) if sizes.ndim > 1 else sizes
+    lo, sizes = lo.ravel(), sizes.ravel()
+    at = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes)
+    at += np.arange(len(at), dtype=np.int64)
+    return flat[at], lengths
+
+
+def distinct_rows(ids: np.ndarray, lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's distinct ids, sorted, with how often the row holds each (float32) and the
+    rows' new lengths: ids below `width`, rows of `lengths` one after another (scipy's
+    sum_duplicates, a sort within each row: the same as np.unique of the rows' (row, id)
+    keys, a few times faster)."""
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    m = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), ids, indptr), shape=(len(lengths), width))
+    m.sum_duplicates()
+    return m.indices.astype(np.int32, copy=False), m.data, np.diff(m.indptr).astype(np.int64)
+
+
 class RowBlocks:
     """The rows of one level of one channel, as blocks (ids, counts or None, row lengths)."""
 

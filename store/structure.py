@@ -115,17 +115,19 @@ def table_header(lines: Sequence[str], number: int) -> int | None:
     return n if n != number else None
 
 
-def line_contexts(lines: Sequence[str], heading_max_chars: int = HEADING_MAX_CHARS) -> list[tuple[int, ...]]:
+def line_contexts(lines: Sequence[str], heading_max_chars: int = HEADING_MAX_CHARS,
+                  headings: Sequence[bool] | None = None) -> list[tuple[int, ...]]:
     """For every line (index 0 is line 1): the lines it is read with, its context line
     then its table's header row (each at most once), in one pass over the page; the same
-    as `context_line` and `table_header` line by line."""
+    as `context_line` and `table_header` line by line. `headings`: each line's
+    is_heading, when the caller has them."""
     out: list[tuple[int, ...]] = []
     last_heading = 0  # the nearest heading above, 0: none
     last_lead = 0  # the nearest non-blank line above that is no list item
     row_run = 0  # the first row of the table the previous line belongs to, 0: none
     for number, text in enumerate(lines, start=1):
         stop = max(1, number - CONTEXT_LOOKBACK)
-        heading = is_heading(text, heading_max_chars)
+        heading = is_heading(text, heading_max_chars) if headings is None else headings[number - 1]
         item = bool(LIST_ITEM.match(text))
         context = 0
         if not heading:

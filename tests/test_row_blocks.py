@@ -75,11 +75,44 @@ def test_stack_csc_of_nothing() -> None:
     assert got.indptr.dtype == want.indptr.dtype and np.array_equal(got.indptr, want.indptr)
 
 
-def test_span_rows_are_made_distinct_in_the_worker() -> None:
-    from guiderag.retrieval.build import _presence_rows
+def test_rows_of_texts_are_gathered_and_made_distinct_in_the_worker() -> None:
+    from guiderag.retrieval.build import _count_rows, _presence_rows
 
     flat = np.array([3, 1, 3, 2, 1, 4, 4], dtype=np.int32)  # texts: [3 1 3] [2 1] [4 4]
-    ids, counts, lengths = _presence_rows(flat, [3, 5, 7], [(0, -1, 1), (0, 2, 2), (1, -1, 1)], 5)
-    assert counts is None
+    starts = np.array([0, 3, 5, 7])
+    spans = np.array([[(0, 1), (0, 0), (1, 2)], [(0, 1), (2, 3), (2, 3)], [(1, 2), (0, 0), (1, 2)]])
+    ids, counts, lengths = _presence_rows(flat, starts, spans, 5)
+    assert counts is None and ids.dtype == np.int32 and lengths.dtype == np.int64
     assert lengths.tolist() == [3, 3, 2]
     assert ids.tolist() == [1, 2, 3, 1, 3, 4, 1, 2]
+    ids, counts, lengths = _count_rows(flat, [3, 5, 7], [[(0, 3)], [(1, 2)], []], 5)
+    assert ids.tolist() == [1, 2, 3, 4, 1, 2] and lengths.tolist() == [4, 2, 0]
+    assert counts.dtype == np.float32 and counts.tolist() == [2, 1, 2, 2, 1, 1]
+    # as the np.unique of each row's (row, id) keys that it replaced
+    rng = np.random.default_rng(5)
+    flat = rng.integers(0, 40, size=600).astype(np.int32)
+    starts = np.concatenate([[0], np.sort(rng.integers(0, 600, size=59)), [600]])
+    ranges = np.sort(rng.integers(0, 60, size=(80, 3, 2)), axis=2)
+    ids, counts, lengths = _count_rows(flat, starts[1:].tolist(), ranges.tolist(), 40)
+    rows = [np.concatenate([flat[starts[a]:starts[b]] for a, b in r]) for r in ranges]
+    want = [np.unique(r, return_counts=True) for r in rows]
+    assert lengths.tolist() == [len(u) for u, _ in want]
+    assert ids.tolist() == [int(x) for u, _ in want for x in u]
+    assert counts.tolist() == [float(c) for _, n in want for c in n]
+
+
+def test_the_page_structure_read_with_the_callers_headings_is_the_same() -> None:
+    """segment, line_spans and line_contexts given each line's is_heading (the build reads it
+    once per line for all three) answer as they do reading it themselves."""
+    from guiderag.retrieval import bench
+    from guiderag.retrieval.passages import body_skip, line_spans, segment
+    from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, line_contexts
+
+    pages = bench.generate_corpus(30, 1).pages
+    odd = ("Q1 title", "", "・item", "1. 見出し", "本文です。", "a | b", "c | d", "   ", "短い見出し", "・another")
+    for lines in [p.lines for p in pages] + [odd, ()]:
+        heads = [is_heading(line, HEADING_MAX_CHARS) for line in lines]
+        skip = body_skip(lines[0] if lines else "", lines, HEADING_MAX_CHARS)
+        assert segment(lines, 300, HEADING_MAX_CHARS, skip, heads) == segment(lines, 300, HEADING_MAX_CHARS, skip)
+        assert line_spans(lines, HEADING_MAX_CHARS, skip, heads) == line_spans(lines, HEADING_MAX_CHARS, skip)
+        assert line_contexts(lines, HEADING_MAX_CHARS, heads) == line_contexts(lines, HEADING_MAX_CHARS)
