@@ -21,16 +21,29 @@ ODDS = "odds"
 NUM = r"[0-9０-９〇一二三四五六七八九十数]+"
 TIME_UNIT = r"(?:日|週間?|か月|ヶ月|カ月|箇月|年|時間|分|歳)"
 
-# the kind of answer a line gives, by kind (the order gives each kind its bit)
-GIVES: dict[str, re.Pattern[str]] = {
-    WHEN: re.compile(rf"{NUM}\s*{TIME_UNIT}|以内|以降|直後|翌日|当日|前日|始まる|から再開|目安"),
-    HOW_LONG: re.compile(rf"{NUM}\s*{TIME_UNIT}|程度|前後|目安|以内|くらい|ほど"),
-    HOW_OFTEN: re.compile(rf"{NUM}\s*(?:回|度)|ごと|おき|毎|定期的|間隔"),
-    HOW_MUCH: re.compile(rf"{NUM}\s*(?:円|割|万)|負担|費用|上限|払い戻|助成|給付|手当|支給|対象外|無料|無償|かかりません"),
-    CAN_I: re.compile(r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫"),
-    WHAT_TO_DO: re.compile(r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談"),
-    ODDS: re.compile(r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人"),
+# the kind of answer a line gives, by kind (the order gives each kind its bit): a figure
+# (its branches need a numeral: NUM's characters) or words, either
+_FIGURES: dict[str, str] = {
+    WHEN: rf"{NUM}\s*{TIME_UNIT}",
+    HOW_LONG: rf"{NUM}\s*{TIME_UNIT}",
+    HOW_OFTEN: rf"{NUM}\s*(?:回|度)",
+    HOW_MUCH: rf"{NUM}\s*(?:円|割|万)",
+    ODDS: r"[0-9０-９]+\s*(?:[%％]|パーセント|割)|人に\s*[0-9０-９一二三四五六七八九十]+\s*人",
 }
+_WORDS: dict[str, str] = {
+    WHEN: r"以内|以降|直後|翌日|当日|前日|始まる|から再開|目安",
+    HOW_LONG: r"程度|前後|目安|以内|くらい|ほど",
+    HOW_OFTEN: r"ごと|おき|毎|定期的|間隔",
+    HOW_MUCH: r"負担|費用|上限|払い戻|助成|給付|手当|支給|対象外|無料|無償|かかりません",
+    CAN_I: r"でき(?:ます|る)|可能|かまいません|構いません|問題ありません|差し支え|控え|避け|いけません|ないでください|わけではありません|大丈夫",
+    WHAT_TO_DO: r"ください|しましょう|ましょう|大切です|必要です|心がけ|すすめ|勧め|とよい|と良い|とよいでしょう|相談",
+}
+_KINDS = (WHEN, HOW_LONG, HOW_OFTEN, HOW_MUCH, CAN_I, WHAT_TO_DO, ODDS)
+GIVES: dict[str, re.Pattern[str]] = {
+    kind: re.compile("|".join(p for p in (_FIGURES.get(kind), _WORDS.get(kind)) if p)) for kind in _KINDS
+}
+# A numeral any figure branch needs: a line without one gives a kind only by its words.
+_NUMERAL = re.compile(NUM[:-1])
 BITS: dict[str, int] = {kind: 1 << i for i, kind in enumerate(GIVES)}
 
 # The units a figure is given in (2時間, 3日, 50歳; chatbot.coverage_features asks which one a
@@ -60,13 +73,15 @@ def gives_mask(line: str, *, normalized: bool = False) -> int:
     """The kinds of answer a line gives, as bits (`normalized`: the line is NFKC already)."""
     text = line if normalized else unicodedata.normalize("NFKC", line or "")
     out = 0
-    for bit, pattern in _BY_BIT:
+    # a line without a numeral (most) is searched for the kinds' words only: the same bits
+    for bit, pattern in (_BY_BIT if _NUMERAL.search(text) else _WORDS_BY_BIT):
         if pattern.search(text):
             out |= bit
     return out
 
 
 _BY_BIT = tuple((BITS[kind], pattern) for kind, pattern in GIVES.items())
+_WORDS_BY_BIT = tuple((BITS[kind], re.compile(words)) for kind, words in _WORDS.items())
 
 
 def unit_mask(line: str, *, normalized: bool = False) -> int:
