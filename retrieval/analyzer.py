@@ -337,50 +337,50 @@ def analyze_tokens(
     bigrams of its canonical word, not of what the patient typed: the bigrams of
     「髪が抜ける」 occur nowhere in a guideline that says 脱毛, and would only add
     unmatched mass to the bigram channel."""
+    # The index build's hottest loop (every token of every line): fields read by position,
+    # Terms made as tuples of their class (Term(...) is a Python call), a one-word run put
+    # out here; a longer run goes to _run_terms (cached). A sentinel ends the last run.
     result = Analysis()
     terms = result.terms
     spans = result.spans
+    add_term, add_span = terms.append, spans.append
     run: list[Token] = []
     after_stop = False  # the previous token was a stop word (何, 事...)
-    for tok in tokens:
-        kind = tok.kind
-        if kind in _RUN_KINDS:
-            if tok.space_before and run:
-                _flush(run, terms, spans, parts, canonical_spans)
-                run = []
+    for tok in [*tokens, _END]:
+        kind = tok[2]
+        in_run = kind in _RUN_KINDS
+        if run and (tok[3] or not in_run):  # a space or a non-run token ends the run
+            if len(run) == 1 and run[0][2] in NOUN_KINDS:  # the common case: one word
+                word = run[0]
+                add_term(_new_term(Term, (word[1], word[0], word[2])))
+                add_span(word[1] if canonical_spans and word[2] == SYNONYM else word[0])
+            else:
+                run_terms, surface = _run_terms(tuple(run), parts)
+                terms.extend(run_terms)
+                add_span(surface)
+            run = []
+        if in_run:
             if not run and kind == SUFFIX and after_stop:
                 continue  # the counter of 何人, 何回 belongs to the question word
             after_stop = False
             run.append(tok)
             continue
-        after_stop = kind == OTHER and tok.form in STOP_NOUNS
-        if run:
-            _flush(run, terms, spans, parts, canonical_spans)
-            run = []
+        after_stop = kind == OTHER and tok[1] in STOP_NOUNS
         if kind == OTHER:
             continue
         if kind == ASCII:
-            terms.append(Term(tok.form, tok.surface, ASCII))
-            spans.append(tok.form)
+            add_term(_new_term(Term, (tok[1], tok[0], ASCII)))
+            add_span(tok[1])
         elif kind == ADVERBIAL:
-            terms.append(Term(tok.form, tok.surface, NOUN))
-            spans.append(tok.surface)
+            add_term(_new_term(Term, (tok[1], tok[0], NOUN)))
+            add_span(tok[0])
         elif kind == VERB and verbs:
-            terms.append(Term(tok.form, tok.surface, VERB))
-    if run:
-        _flush(run, terms, spans, parts, canonical_spans)
+            add_term(_new_term(Term, (tok[1], tok[0], VERB)))
     return result
 
 
-def _flush(run: list[Token], terms: list[Term], spans: list[str], parts: bool, canonical: bool = False) -> None:
-    if len(run) == 1 and run[0].kind in NOUN_KINDS:  # the common case: one word
-        tok = run[0]
-        terms.append(Term(tok.form, tok.surface, tok.kind))
-        spans.append(tok.form if canonical and tok.kind == SYNONYM else tok.surface)
-        return
-    run_terms, surface = _run_terms(tuple(run), parts)
-    terms.extend(run_terms)
-    spans.append(surface)
+_END = Token("", "", OTHER)  # ends analyze_tokens' last run
+_new_term = tuple.__new__
 
 
 def char_bigrams(spans: Iterable[str]) -> list[str]:
