@@ -33,7 +33,7 @@ from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
-from .row_blocks import RowBlocks, distinct_rows, stack_csc, text_rows
+from .row_blocks import RowBlocks, distinct_rows, give_back, stack_csc, text_rows
 
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
@@ -331,13 +331,15 @@ def build_data(
     passage_last: list[int] = []
     maps: dict[int, tuple[_IdMap, _IdMap, _IdMap]] = {}
     row = 0
-    for result in analyze_pages(pages, config, analyzer, progress):
+    for n_chunks, result in enumerate(analyze_pages(pages, config, analyzer, progress)):
         pid, t_start, new_terms, b_start, new_bigrams, l_start, new_lines, blocks, metas, span_counts, texts = result
         tmap, bmap, lmap = maps.setdefault(pid, (_IdMap(), _IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
         bmap.extend(b_start, new_bigrams, bigram_vocab)
         lmap.extend(l_start, new_lines, lines.vocab)
         lines.add(lmap.ids, tmap.ids, texts)
+        if n_chunks % 16 == 15:
+            give_back()  # what the last chunks' results left free (their ids mapped to global ones)
         offset = st.rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
             builder.add(idmap.ids[ids], counts, lengths)

@@ -12,6 +12,9 @@ placed, not two copies of the matrix.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -19,6 +22,29 @@ from .bm25 import length_norm, saturated
 
 # Entries turned column-major at once: the temporaries of a group stay about 40 bytes each.
 GROUP_ENTRIES = 1 << 19
+# Groups placed between two hand-backs of the freed blocks' memory (give_back).
+_GIVE_BACK_GROUPS = 16
+
+
+def _malloc_trim() -> object:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def give_back() -> None:
+    """Hand the free pages of the C heap back to the system (glibc's malloc_trim, a few ms).
+    The build frees many blocks of a few hundred kB that glibc keeps in its heap (its
+    threshold for mapping a block of its own rises as numpy frees bigger temporaries): the
+    process's resident memory would stay at the blocks' high-water mark while the matrices,
+    mapped afresh, add to it."""
+    if _TRIM is not None:
+        _TRIM(0)  # type: ignore[operator]
 _INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -103,7 +129,7 @@ def stack_csc(levels: list[tuple[RowBlocks, bool]], ncols: int, k1: float, b: fl
     free = indptr[:-1].copy()  # where each column's next entry goes
     indices = np.empty(nnz, dtype=idx_dtype)
     data = np.empty(nnz, dtype=np.float32)
-    row0 = 0
+    row0 = groups = 0
     for level, saturate in levels:
         norm = length_norm(level.row_lengths(), k1, b) if saturate else None
         level_row = 0  # the level's first row of the group
@@ -139,7 +165,11 @@ def stack_csc(levels: list[tuple[RowBlocks, bool]], ncols: int, k1: float, b: fl
             free += per_col
             del part, dest, starts, per_col
             level_row += len(lengths)
+            groups += 1
+            if groups % _GIVE_BACK_GROUPS == 0:
+                give_back()  # the blocks placed so far
         row0 += level.n_rows
+    give_back()
     m = sp.csc_matrix((data, indices, indptr.astype(idx_dtype)), shape=(n_rows, ncols))
     m.has_sorted_indices = True  # each column's rows in order, as tocsc gives them
     return m
