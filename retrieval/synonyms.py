@@ -11,6 +11,7 @@ become the term 薬物療法, at index time and at query time.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ class SynonymTable:
         if starts.keys().isdisjoint(forms):  # most texts hold no member at all
             return tokens
         # most texts hold few members: only the positions where one may start are visited
-        candidates = [i for i, form in enumerate(forms) if form in starts]
+        candidates = list(itertools.compress(itertools.count(), map(starts.__contains__, forms)))
         out: list[Token] = []
         done = 0  # tokens before this index are in `out`
         for i in candidates:
