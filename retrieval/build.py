@@ -19,7 +19,7 @@ from guiderag.scopes import RetrievalConfig, StoreConfig
 from guiderag.store import PageVersion
 
 from guiderag.store import structure
-from guiderag.store.structure import is_heading, line_contexts
+from guiderag.store.structure import line_contexts
 
 from .analyzer import Analyzer, char_bigrams
 from .normalize import normalize
@@ -28,6 +28,7 @@ from .lines import LineParts, flat_text
 from .text_ids import joined as _joined, text_ids as _text_ids
 
 from . import bm25, passages
+from . import passages as passage_rules
 from .bm25 import idf_of
 from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
@@ -139,6 +140,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     metas: list[list[tuple]] = []
     span_counts: list[int] = []
     analysis = w.analyzer.page_analysis
+    heading_rule = passage_rules.is_heading  # (the rule segment and line_spans read, store.structure's)
     seen_texts = w.texts
     titles: list[int] = []  # each page's title's text number
     for title, lines in jobs:
@@ -176,7 +178,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
             units.append(unit)
             flats.append(flat)
         hmc = w.heading_max_chars
-        headings = [is_heading(line, hmc) for line in lines]  # read by the three below
+        headings = [heading_rule(line, hmc) for line in lines]  # read by the three below
         contexts.append(())
         contexts.extend(line_contexts(lines, hmc, headings))
         page_rows += (base, base + len(lines) + 1)
