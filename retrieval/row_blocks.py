@@ -45,6 +45,8 @@ def give_back() -> None:
     mapped afresh, add to it."""
     if _TRIM is not None:
         _TRIM(0)  # type: ignore[operator]
+
+
 _INT32_MAX = np.iinfo(np.int32).max
 
 
