@@ -21,8 +21,9 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
           f"with {workers} worker{'s' if workers != 1 else ''} "
           f"(API key {'required' if settings.api.api_key else 'not set: open to anyone who can connect'})",
           file=sys.stderr)
+    # loop "auto": uvloop (a dependency, pyproject.toml) where it is installed, else asyncio
     options = dict(log_level="warning", access_log=False, server_header=False, timeout_graceful_shutdown=10,
-                   http=with_request_timeout(settings.api.api_request_timeout_s))
+                   http=with_request_timeout(settings.api.api_request_timeout_s), loop="auto")
     if workers == 1:
         uvicorn.run(app, host=args.host, port=args.port, **options)  # type: ignore[arg-type]
         return 0
