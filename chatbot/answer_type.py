@@ -17,7 +17,7 @@ from guiderag.retrieval.answer_kinds import (CAN_I, HOW_LONG, HOW_MUCH, HOW_OFTE
                                              mask)
 
 __all__ = ["CAN_I", "FIGURE_KINDS", "HOW_LONG", "HOW_MUCH", "HOW_OFTEN", "WHAT_TO_DO", "WHEN", "asked_kinds",
-           "gives", "missing_figure", "missing_figure_of_masks"]
+           "gives", "last_ask", "missing_figure", "missing_figure_of_masks"]
 
 # question side: what kind of answer is asked for (the line side, retrieval.answer_kinds,
 # is read at index time)
@@ -36,6 +36,15 @@ def asked_kinds(question: str) -> frozenset[str]:
     """The kinds of answer the question asks for (often none: 「〜とは何ですか」)."""
     text = unicodedata.normalize("NFKC", question or "")
     return frozenset(kind for kind, pattern in _ASKS.items() if pattern.search(text))
+
+
+def last_ask(text: str, kind: str) -> int | None:
+    """Where in `text` (NFKC) the last wording asking for `kind` begins (None: it asks for
+    no such answer): chatbot.asked_about reads what is asked about from there."""
+    found = None
+    for found in _ASKS[kind].finditer(text):
+        pass
+    return found.start() if found is not None else None
 
 
 def gives(line: str, kinds: frozenset[str]) -> bool:
