@@ -19,7 +19,10 @@ evaluator reads. The features, in groups:
 - what the question asks about against what the best page gives: a figure (when, how
   long, how often, how much; `figure_missing` on the best page, `figure_missing_reference`
   on every reference page, chatbot.answer_type), odds (`odds_missing`: a survival rate, a
-  percentage), a recommendation of a named hospital or product (`asks_recommendation`);
+  percentage), a recommendation of a named hospital or product (`asks_recommendation`),
+  and, of a question asking whether the patient may do something, the activity or thing it
+  asks about when the guideline never uses its words (`permission_unknown`: 運転 of 車の運転は
+  してもいい, コーヒー of コーヒーは飲んでもいい; chatbot.asked_about);
 - the question's size (`terms`).
 Which of them the shipped model uses, and with what weight, is data/coverage_model.json.
 """
@@ -35,7 +38,8 @@ from guiderag.retrieval import answer_kinds
 from guiderag.retrieval.evidence import QueryEvidence, SlotFact
 from guiderag.retrieval.tokens import NOUN_KINDS
 
-from .answer_type import FIGURE_KINDS, asked_kinds, gives
+from .answer_type import CAN_I, FIGURE_KINDS, asked_kinds, gives
+from .asked_about import permission_object
 from .word_kinds import DISEASE, DRUG, ORGAN, is_katakana, word_kind
 
 # A word the corpus never uses counts as specific at or below this Zipf value (wordfreq:
@@ -83,6 +87,8 @@ FEATURES: tuple[tuple[str, str], ...] = (
     ("figure_missing_reference", "no reference page gives a figure of the kind asked for"),
     ("odds_missing", "odds are asked (a survival rate, a percentage) and the best page gives none"),
     ("asks_recommendation", "a named hospital, doctor or product is asked for"),
+    ("permission_unknown", "the question asks whether the patient may do something (してもいい, 大丈夫) "
+                           "and the guideline never names that activity or thing (運転, コーヒー)"),
     ("terms", "how many words the question has (log)"),
     ("qa_page", "the best page is a Q&A page (its title asks a question)"),
     ("known_page_coverage", "the share of the question's known words the best page holds"),
@@ -111,6 +117,7 @@ class Measured:
     rare_diseases: list[str] = field(default_factory=list)
     unknown_diseases: list[str] = field(default_factory=list)  # diseases (organs) the guideline never names
     figure_kinds: list[str] = field(default_factory=list)
+    permission_unknown: list[str] = field(default_factory=list)  # what a permission is asked for, never used
     top_title: str = ""
 
     def vector(self, names: Sequence[str] = NAMES) -> list[float]:
@@ -209,6 +216,17 @@ def _parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
     return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
 
 
+def _permission_unknown(question: str, kinds: frozenset[str], unknown: Sequence[SlotFact]) -> list[str]:
+    """The question's words the guideline never uses (`unknown`) that name what it asks
+    permission for (chatbot.asked_about: 車, 運転 of 車の運転はしてもいい), when it asks one."""
+    if CAN_I not in kinds or not unknown:
+        return []
+    asked = permission_object(question)
+    if asked is None or not asked.nouns:
+        return []
+    return [f.surface for f in unknown if f.surface and any(f.surface in w or w in f.surface for w in asked.nouns)]
+
+
 def _unknown_disease(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
     """An unknown word that names a disease or organ not the guideline's own (乳腺炎, 大腸炎)."""
     return _named(fact) in (DISEASE, ORGAN) and not _own_disease(fact, facts)
@@ -303,6 +321,8 @@ def measure(
     v["unit_missing"] = 1.0 if m.missing_units else 0.0
     v["odds_missing"] = 1.0 if odds and not top_page.odds else 0.0
     v["asks_recommendation"] = 1.0 if _RECOMMEND.search(text) else 0.0
+    m.permission_unknown = _permission_unknown(question, kinds, unknown)
+    v["permission_unknown"] = 1.0 if m.permission_unknown else 0.0
     v["terms"] = math.log1p(len(facts))
     v["qa_page"] = 1.0 if evidence.top_page_qa else 0.0
     known = [f for f in facts if f.known]

@@ -91,6 +91,9 @@ _SAY: dict[str, tuple[Say, Say]] = {
                      if m.missing_units else None),
     "odds_missing": (lambda m: None, lambda m: f"質問は確率や割合を尋ねているが、{_title(m)}にはその数字がない"),
     "asks_recommendation": (lambda m: None, lambda m: "質問は特定の病院・医師・製品の推薦を求めている"),
+    "permission_unknown": (lambda m: None, lambda m: (f"質問は{quote(m.permission_unknown)}について、してよいか・大丈夫かを"
+                                                      f"尋ねているが、このガイドラインは{quote(m.permission_unknown)}に一度も触れていない")
+                           if m.permission_unknown else None),
 }
 
 

@@ -153,6 +153,7 @@ def words(measured: Any) -> dict[str, Any]:
             "unknown_when": measured.unknown_when, "unknown_named": measured.unknown_named,
             "passing_named": measured.passing_named, "missing_units": measured.missing_units,
             "rare_diseases": measured.rare_diseases, "unknown_diseases": measured.unknown_diseases,
+            "permission_unknown": measured.permission_unknown,
             "top_title": measured.top_title}
 
 
