@@ -49,9 +49,13 @@ from .jsquad import article_of
 # line_coverage carry the passage's score; figure_missing the figure asked). Article form
 # (JSQuAD alone, no site to leave out): round 1's with round 2's two, margin and
 # title_coverage, judged by a 5-fold cross-validation over articles (the report prints it).
+# Round 7 added permission_unknown (a question asking whether the patient may do something,
+# about an activity or thing the guideline never names: 車の運転, コーヒー; chatbot.asked_about):
+# with it and TRAINING_TARGET 0.98 the held-out ranking improves (oracle gold gastric 0.815
+# -> 0.823, colorectal 0.864 -> 0.871) and every held-out category refusal stays >= 0.938.
 QA_FEATURES: tuple[str, ...] = (
     "page_coverage", "line_coverage", "known_mass", "unknown_specific", "unknown_common", "unknown_partial",
-    "figure_missing", "asks_recommendation", "passing_named", "unit_missing", "unknown_when",
+    "figure_missing", "asks_recommendation", "passing_named", "unit_missing", "unknown_when", "permission_unknown",
 )
 ARTICLE_FEATURES: tuple[str, ...] = (
     "score", "page_coverage", "line_coverage", "known_mass", "expansion_mass", "unknown_specific",
@@ -65,7 +69,7 @@ CANDIDATES: tuple[str, ...] = (
     "score", "margin", "page_coverage", "line_coverage", "title_coverage", "known_mass", "expansion_mass",
     "unknown_specific", "unknown_common", "unknown_partial", "unknown_when", "unknown_disease",
     "asks_figure", "figure_missing", "odds_missing", "asks_recommendation", "terms",
-    "passing_named", "unit_missing", "unknown_paraphrase",
+    "passing_named", "unit_missing", "unknown_paraphrase", "permission_unknown",
 )
 # The out-of-scope refusal the product aims at on a guideline it never saw.
 TARGET_REFUSAL = 0.95
@@ -74,9 +78,14 @@ TARGET_REFUSAL = 0.95
 # Leave-one-site-out over the Q&A sites (these features): cut for 0.95 on the training
 # sites, held-out gold 0.850 (mean) and the lowest held-out category refused 0.912 (the
 # sample's 0.912); for 0.96, 0.848 and 0.933; for 0.97, 0.848 and 0.933 with the sample at
-# 1.000; for 0.98, 0.818 and 0.938. So 0.97. JSQuAD (articles, in sample, no site to leave
-# out) keeps 0.95.
-TRAINING_TARGET = {QA: 0.97, ARTICLE: 0.95}
+# 1.000; for 0.98, 0.818 and 0.938. So 0.97. Round 7 (with permission_unknown, which refuses
+# the training sites' highest out-of-scope questions, 車の運転 and コーヒー, and so lowers the
+# cut a target gives): for 0.97, held-out gold 0.886 (mean) but the lowest held-out category
+# refusal 0.920 (gastric other_disease; the sample 0.941); for 0.975, 0.881 and 0.938 with the
+# sample at 0.941; for 0.98, 0.881 and 0.938 with the sample at 0.971; for 0.985, 0.830. So
+# 0.98 (the only target meeting every held-out refusal: a narrow choice, the cut moves in
+# steps of one or two questions). JSQuAD (articles, in sample, no site to leave out) keeps 0.95.
+TRAINING_TARGET = {QA: 0.98, ARTICLE: 0.95}
 # The training refusal curve shipped in each model's meta (the prior of `calibrate`'s
 # operating point, eval.calibrate): refused at each of these cuts.
 CURVE_STEP = 0.005

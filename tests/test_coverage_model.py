@@ -270,3 +270,23 @@ def test_near_the_operating_point_the_reasons_name_the_weakest_evidence(qa_setti
     measured = measure_result(WIG, result, retriever, retriever.analyze)
     reasons = explain([("unknown_when", 0.9), ("page_coverage", -0.5)], measured, True)
     assert len(reasons) == 1 and reasons[0].startswith(NEAR_PREFIX) and "最も近いページ" in reasons[0], reasons
+
+
+BICYCLE = "放射線治療の期間中に自転車に乗ってもいいですか？"  # 自転車: a word the guidebook never uses
+COMMUTE = "放射線治療は通院で受けてもいいですか？"  # 通院: the guidebook's own word (Q6)
+
+
+def test_a_permission_asked_for_what_the_guideline_never_names_weighs_against_and_is_said(qa_settings: Settings) -> None:
+    """「自転車に乗ってもいいですか」 of a guidebook that never says 自転車: the thing asked about is
+    unknown (permission_unknown), it pushes P down, and a refusal says so; 「通院で受けてもいい
+    ですか」 asks about the guidebook's own word."""
+    model = shipped().for_form(QA)
+    assert model.coef[model.features.index("permission_unknown")] < 0
+    with Library(BotConfig.of(qa_settings)) as library:
+        bicycle = library.ask(BICYCLE).to_json()
+        commute = library.ask(COMMUTE).to_json()
+    assert bicycle["retrieval"]["coverage_model"]["features"]["permission_unknown"] == 1.0
+    assert commute["retrieval"]["coverage_model"]["features"]["permission_unknown"] == 0.0
+    assert bicycle["coverage"] == "not_governed", bicycle["coverage_reasons"]
+    assert any("『自転車』" in r and "してよいか" in r for r in bicycle["coverage_reasons"]), bicycle["coverage_reasons"]
+    assert commute["coverage"] == "governed", commute["coverage_reasons"]
