@@ -25,6 +25,7 @@ HAIR = "抗がん剤の副作用で髪が抜けるのは、いつごろからで
 WIG_SUBSIDY = "それって、かつらの補助金は出ますか？"
 COST = "それって費用はいくらかかりますか？"
 DRIVING = "それって車の運転はしてもいいの？"
+NAIL = "それってネイルはどうするの？"
 SWITCH = "話は変わりますが、緩和ケアってどの段階から受けられるんですか？"
 SURGERY = "肺がんの手術って、どんな方法があるんですか？"
 
@@ -119,23 +120,31 @@ def test_a_follow_up_the_guideline_does_not_cover_is_refused_although_its_topic_
 
 
 def test_own_words_rule_refuses_what_the_gate_covers_completed(capsys, db: Path) -> None:
-    """「それって車の運転はしてもいいの？」 after the bronchoscopy question, completed with
-    気管支鏡・検査, clears the evidence gate (the page of the examination answers 「いいの」
-    questions); the follow-up's own words (車, 運転) are nowhere on that page: refused by
-    rule 5, the fixed refusal, read as a follow-up."""
+    """「それってネイルはどうするの？」 after the bronchoscopy question, completed with
+    気管支鏡・検査, clears the evidence gate (the page of the examination says what to do
+    before it); the follow-up's own word (ネイル) is nowhere on that page: refused by rule 5,
+    the fixed refusal, read as a follow-up. 「それって車の運転はしてもいいの？」 no longer
+    reaches rule 5: the gate refuses it (a permission asked for an activity the guideline
+    never names, the coverage feature permission_unknown)."""
     settings = Settings.load(db=db)
     with Library(BotConfig.of(settings)) as library:
         gid = library.ids[0]
         reader = library.reader(gid)
-        reading = reader.read(DRIVING, (BRONCHOSCOPY,))
+        reading = reader.read(NAIL, (BRONCHOSCOPY,))
         assert reading.how == FOLLOW_UP and reading.points_back and reading.terms
         result = library.retriever(gid).search(reading.text, None, context=reading.terms)
         assert library.gate(gid).judge(reading.text, result).covered
         assert not reader.speaks_to(reading, result)
         assert not reader.covered(reading, result)
-    refused = ask(capsys, db, DRIVING, BRONCHOSCOPY)
-    assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
-    assert refused["context"]["phrase"] == "気管支鏡の検査"
+        driving = reader.read(DRIVING, (BRONCHOSCOPY,))
+        found = library.retriever(gid).search(driving.text, None, context=driving.terms)
+        verdict = library.gate(gid).judge(driving.text, found)
+        assert not verdict.covered and verdict.coverage is not None
+        assert verdict.coverage.features["permission_unknown"] == 1.0
+    for question in (NAIL, DRIVING):
+        refused = ask(capsys, db, question, BRONCHOSCOPY)
+        assert refused["coverage"] == "not_governed" and refused["answer"] == DEFAULT_REFUSAL
+        assert refused["context"]["phrase"] == "気管支鏡の検査"
 
 
 def test_a_marked_switch_is_read_alone(db: Path) -> None:
