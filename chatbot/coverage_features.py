@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from guiderag.retrieval import answer_kinds
-from guiderag.retrieval.evidence import QueryEvidence, SlotFact
+from guiderag.retrieval.evidence import QueryEvidence, SlotFact, compound_parts
 from guiderag.retrieval.tokens import NOUN_KINDS
 
 from .answer_type import CAN_I, FIGURE_KINDS, asked_kinds, gives
@@ -211,11 +211,6 @@ def _inside_another(fact: SlotFact, facts: Sequence[SlotFact]) -> bool:
     return any(g.surface != fact.surface and fact.surface in g.surface for g in facts)
 
 
-def _parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
-    """The question's words inside a compound (胃 and 切除 of 胃切除)."""
-    return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
-
-
 def _permission_unknown(question: str, kinds: frozenset[str], unknown: Sequence[SlotFact]) -> list[str]:
     """The question's words the guideline never uses (`unknown`) that name what it asks
     permission for (chatbot.asked_about: 車, 運転 of 車の運転はしてもいい), when it asks one."""
@@ -260,7 +255,7 @@ def measure(
             # words, not their parts: a part of an unknown word the analyzer also read (正月 of
             # お正月, じん and ましん of じんましん) is no second unknown word
             continue
-        parts = _parts(f, facts)
+        parts = compound_parts(f, facts)
         if parts and all(g.known for g in parts) and f.surface in evidence.joined and not _unknown_disease(f, facts):
             m.unknown_paraphrase.append(f.surface)  # 胃切除 where a line of the best page says 胃を切除 (evidence.joined)
         elif any(k != f.surface and k in f.surface for k in known_surfaces):

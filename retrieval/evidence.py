@@ -242,7 +242,7 @@ def joined_compounds(facts: Sequence[SlotFact], page: PageVersion) -> tuple[str,
     for f in facts:
         if f.known or f.kind not in NOUN_KINDS or not f.surface:
             continue
-        inside = [g for g in facts if g.surface and g.surface != f.surface and g.surface in f.surface]
+        inside = compound_parts(f, facts)
         # the smallest words: those holding no other of them (胃, 切除 of 胃切除後)
         words = [g for g in inside if not any(h is not g and h.surface != g.surface and h.surface in g.surface
                                                 for h in inside)]
@@ -256,6 +256,11 @@ def joined_compounds(facts: Sequence[SlotFact], page: PageVersion) -> tuple[str,
         if any(_said_together(normalize(page.title if n == 0 else page.line(n)), words) for n in sorted(common)):
             out.append(f.surface)
     return tuple(out)
+
+
+def compound_parts(fact: SlotFact, facts: Sequence[SlotFact]) -> list[SlotFact]:
+    """The question's words inside a compound of it (胃 and 切除 of 胃切除)."""
+    return [g for g in facts if g.surface and g.surface != fact.surface and g.surface in fact.surface]
 
 
 def _spots(text: str, g: SlotFact) -> list[tuple[int, int]]:
