@@ -90,24 +90,19 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
 
 
-def _count_rows(flat: np.ndarray, ends: list[int], rows: list[list[tuple[int, int]]], width: int) -> _Block:
-    """Count rows made of texts: row r holds the texts of its (first, stop) ranges, whose
-    ids lie in `flat` up to `ends` (text i ends at ends[i]): each row's ids sorted and
-    distinct, with their counts, as np.unique of the row alone (what _chunk_rows does with
-    its rows as arrays of ranges: retrieval.row_blocks.text_rows, distinct_rows)."""
-    k = max((len(r) for r in rows), default=1)
-    ranges = np.zeros((len(rows), k, 2), dtype=np.int64)
-    for r, row in enumerate(rows):
-        if row:
-            ranges[r, : len(row)] = row
-    return distinct_rows(*text_rows(flat, np.asarray([0, *ends], dtype=np.int64), ranges), width)
+def _count_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray, width: int) -> _Block:
+    """Count rows made of texts: row r holds the texts of its (first, stop) ranges
+    ranges[r, k] ((0, 0) for none), text i's ids being flat[starts[i]:starts[i + 1]]: each
+    row's ids sorted and distinct, with their counts, as np.unique of the row alone
+    (retrieval.row_blocks.text_rows, distinct_rows)."""
+    return distinct_rows(*text_rows(flat, starts, ranges), width)
 
 
 def _presence_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray, width: int) -> _Block:
-    """Span rows (title, heading or none, line: text ranges, as text_rows reads them), as
+    """Span rows (title, heading or none, line: text ranges, as _count_rows reads them), as
     (ids, None, row lengths): spans only record presence, so each row's ids are made
     distinct and their counts, all ones, are not sent."""
-    ids, _, lengths = distinct_rows(*text_rows(flat, starts, ranges), width)
+    ids, _, lengths = _count_rows(flat, starts, ranges, width)
     return ids, None, lengths
 
 
@@ -204,10 +199,10 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     passages_at = np.asarray(passage_rows, dtype=np.int64).reshape(-1, 3, 2)
     spans_at = np.asarray(span_rows, dtype=np.int64).reshape(-1, 3, 2)
     blocks = [
-        distinct_rows(*text_rows(tflat, t_starts, pages_at), tw),
-        distinct_rows(*text_rows(bflat, b_starts, pages_at), bw),
-        distinct_rows(*text_rows(tflat, t_starts, passages_at), tw),
-        distinct_rows(*text_rows(bflat, b_starts, passages_at), bw),
+        _count_rows(tflat, t_starts, pages_at, tw),
+        _count_rows(bflat, b_starts, pages_at, bw),
+        _count_rows(tflat, t_starts, passages_at, tw),
+        _count_rows(bflat, b_starts, passages_at, bw),
         _presence_rows(tflat, t_starts, spans_at, tw),
         _presence_rows(bflat, b_starts, spans_at, bw),
     ]
@@ -218,7 +213,7 @@ def _chunk_rows(jobs: list[tuple[str, tuple[str, ...]]]) -> tuple:
     # each title's index terms (its analysis as the index made it: retrieval.evidence reads
     # them), distinct, in the worker's term ids
     title_at = np.asarray(titles, dtype=np.int64)
-    title_flat, _, title_counts = distinct_rows(*text_rows(tflat, t_starts, np.stack([title_at, title_at + 1], axis=1)), tw)
+    title_flat, _, title_counts = _count_rows(tflat, t_starts, np.stack([title_at, title_at + 1], axis=1), tw)
     line_ids, line_counts = _line_term_ids(tflat, t_ends, lflat, l_counts, framed_texts, tw)
     texts = (line_ids, line_counts, bytes(gives), np.asarray(units, dtype=np.uint16), context,
              np.asarray([len(f) for f in flats], dtype=np.int64), "".join(flats), title_flat, title_counts)
@@ -342,7 +337,7 @@ def build_data(
         lines.add(lmap.ids, tmap.ids, texts)
         if n_chunks % 16 == 15:
             give_back()  # what the last chunks' results left free (their ids mapped to global ones)
-        offset = st.rows
+        offset = st.n_rows
         for builder, (ids, counts, lengths), idmap in zip((gt, gb, pt, pb, st, sb), blocks, (tmap, bmap) * 3):
             builder.add(idmap.ids[ids], counts, lengths)
         for meta, n_spans in zip(metas, span_counts):
@@ -360,8 +355,8 @@ def build_data(
     chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     k1, b = bm25.K1, bm25.B
     nt, nb = len(term_vocab), len(bigram_vocab)
-    n_spans = st.rows
-    term_idf, bigram_idf = idf_of(gt.df(nt), len(pages)), idf_of(gb.df(nb), len(pages))
+    n_spans = st.n_rows
+    term_idf, bigram_idf = idf_of(gt.df(nt), gt.n_rows), idf_of(gb.df(nb), gb.n_rows)
     terms = stack_csc([(pt, True), (gt, True), (st, False)], nt, k1, b)
     bigrams = stack_csc([(pb, True), (gb, True), (sb, False)], nb, k1, b)
     return IndexData(

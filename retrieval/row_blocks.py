@@ -91,10 +91,6 @@ class RowBlocks:
             self.n_rows += len(lengths)
             self.nnz += len(ids)
 
-    @property
-    def rows(self) -> int:
-        return self.n_rows
-
     def df(self, ncols: int) -> np.ndarray:
         """In how many rows each column occurs (a page level's document frequencies)."""
         out = np.zeros(ncols, dtype=np.int64)

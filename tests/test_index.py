@@ -243,15 +243,15 @@ def test_parallel_chunked_build_equals_the_serial_build(monkeypatch):
 
 
 def test_chunk_rows_count_like_numpy_unique_per_row():
-    """The one-np.unique-per-page row counting against the obvious reference."""
+    """The build's row counting (rows of text ranges) against the obvious reference."""
     from guiderag.retrieval.build import _count_rows
 
     rng = np.random.default_rng(7)
     texts = [rng.integers(0, 40, size=rng.integers(0, 12)) for _ in range(9)]
     ends = list(np.cumsum([len(t) for t in texts]))
     flat = np.concatenate(texts).astype(np.int32)
-    rows = [[(0, 1), (3, 6)], [(0, 9)], [(2, 2)], [(8, 9)], [(4, 5), (5, 7)]]
-    ids, counts, lengths = _count_rows(flat, ends, rows, 40)
+    rows = [[(0, 1), (3, 6)], [(0, 9), (0, 0)], [(2, 2), (0, 0)], [(8, 9), (0, 0)], [(4, 5), (5, 7)]]  # (0, 0): none
+    ids, counts, lengths = _count_rows(flat, np.asarray([0, *ends]), np.asarray(rows), 40)
     start = 0
     for r, ranges in enumerate(rows):
         want = np.concatenate([np.empty(0, np.int64)] + [texts[i] for a, b in ranges for i in range(a, b)])

@@ -64,7 +64,7 @@ def test_stack_csc_equals_stacking_the_levels_and_tocsc(seed: int, group: int, m
     assert got.has_sorted_indices
     assert all(not level.blocks for level, _ in levels)  # let go as placed
     first = sum(len(b[2]) for b in shapes[0][0])
-    pages = want.tocsr()[first:first + levels[1][0].rows]
+    pages = want.tocsr()[first:first + levels[1][0].n_rows]
     assert np.array_equal(bm25.idf_of(df, pages.shape[0]), bm25.idf_vector(pages))
 
 
@@ -85,7 +85,7 @@ def test_rows_of_texts_are_gathered_and_made_distinct_in_the_worker() -> None:
     assert counts is None and ids.dtype == np.int32 and lengths.dtype == np.int64
     assert lengths.tolist() == [3, 3, 2]
     assert ids.tolist() == [1, 2, 3, 1, 3, 4, 1, 2]
-    ids, counts, lengths = _count_rows(flat, [3, 5, 7], [[(0, 3)], [(1, 2)], []], 5)
+    ids, counts, lengths = _count_rows(flat, starts, np.array([[(0, 3)], [(1, 2)], [(0, 0)]]), 5)
     assert ids.tolist() == [1, 2, 3, 4, 1, 2] and lengths.tolist() == [4, 2, 0]
     assert counts.dtype == np.float32 and counts.tolist() == [2, 1, 2, 2, 1, 1]
     # as the np.unique of each row's (row, id) keys that it replaced
@@ -93,7 +93,7 @@ def test_rows_of_texts_are_gathered_and_made_distinct_in_the_worker() -> None:
     flat = rng.integers(0, 40, size=600).astype(np.int32)
     starts = np.concatenate([[0], np.sort(rng.integers(0, 600, size=59)), [600]])
     ranges = np.sort(rng.integers(0, 60, size=(80, 3, 2)), axis=2)
-    ids, counts, lengths = _count_rows(flat, starts[1:].tolist(), ranges.tolist(), 40)
+    ids, counts, lengths = _count_rows(flat, starts, ranges, 40)
     rows = [np.concatenate([flat[starts[a]:starts[b]] for a, b in r]) for r in ranges]
     want = [np.unique(r, return_counts=True) for r in rows]
     assert lengths.tolist() == [len(u) for u, _ in want]
