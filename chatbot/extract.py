@@ -37,7 +37,7 @@ from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item
 
 from .answer import ShownPassage
 from .answer_type import asked_kinds
-from .shown import Pick, TitleLines, context_line, render
+from .shown import Pick, TitleLines, context_line, line_key, render
 
 Analyze = Callable[[str], Sequence[str]]
 # Slots: the retriever's query slots (retrieval.retriever): (mass, {corpus term: lambda}) per
@@ -192,10 +192,10 @@ def score_lines(
     seen: set[tuple[str, int, int]] = set()
     for passage in distinct_passages(passages):
         page = passage.page
-        url, version, score = page.url, page.version, float(passage.score)
+        score = float(passage.score)
         subject = frozenset() if is_question_title(page.title) else lines.terms(page, 0)
         for n in passage.lines:
-            key = (url, version, n)
+            key = line_key(page, n)
             if key in seen or not page.line(n).strip():
                 continue
             seen.add(key)
@@ -330,7 +330,7 @@ def extract(
     passages = distinct_passages(passages)
     rest = rest_of_page(passages)
     scored = score_lines(question, keywords, [*passages, *rest], analyze, idf, slots, heading_max_chars, lines)
-    rest_keys = {(p.page.url, p.page.version, n) for p in rest for n in p.lines}
+    rest_keys = {line_key(p.page, n) for p in rest for n in p.lines}
     # the top Q&A page's lines the reference does not hold: shown only where room is left
     rest_picks = [sl.pick for sl in scored if sl.pick.key in rest_keys]
     scored = [sl for sl in scored if sl.pick.key not in rest_keys]
@@ -360,7 +360,7 @@ def extract(
     top_page = passages[0].page.url if passages else None
     for passage in sorted(passages, key=lambda p: p.page.url != top_page):
         in_passage = sorted(
-            (by_key[k] for n in passage.lines if (k := (passage.page.url, passage.page.version, n)) in by_key),
+            (by_key[k] for n in passage.lines if (k := line_key(passage.page, n)) in by_key),
             key=lambda sl: (-sl.score, sl.order),
         )
         first = [sl.pick for sl in in_passage if sl.overlap > 0 and not heading(sl.pick)][:TOP_PASSAGE_LINES]

@@ -29,7 +29,12 @@ class Pick:
 
     @property
     def key(self) -> tuple[str, int, int]:
-        return (self.page.url, self.page.version, self.line)
+        return line_key(self.page, self.line)
+
+
+def line_key(page: PageVersion, number: int) -> tuple[str, int, int]:
+    """A stored line's identity in an answer (a line is shown once): page URL, version, number."""
+    return (page.url, page.version, number)
 
 
 class TitleLines:
@@ -93,7 +98,7 @@ def render(
         options = [extras, extras[:1], []] if extras else [[]]
         placed = False
         for extra in options:
-            keys = [(page.url, page.version, n) for n in [*extra, pick.line]]
+            keys = [line_key(page, n) for n in [*extra, pick.line]]
             keys = list(dict.fromkeys(keys))
             c = cost(keys, page)
             if used + c <= budget + 1:  # +1: the last line needs no newline
