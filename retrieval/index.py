@@ -83,7 +83,7 @@ class IndexData:
     bigram_vocab: dict[str, int]
     term_idf: np.ndarray
     bigram_idf: np.ndarray
-    passage_page: np.ndarray  # page row of each passage
+    passage_page: np.ndarray  # page row of each passage (non-decreasing: a page's passages are a run)
     passage_heading: np.ndarray  # heading line (0: none)
     passage_first: np.ndarray
     passage_last: np.ndarray

@@ -281,6 +281,8 @@ def _check_shapes(data: IndexData, index_dir: Path) -> None:
         raise _corrupt(index_dir, "has a passage map of inconsistent length")
     if nq and (data.passage_page.min() < 0 or data.passage_page.max() >= np_):
         raise _corrupt(index_dir, "has a passage map pointing outside its pages")
+    if nq > 1 and (np.diff(data.passage_page) < 0).any():
+        raise _corrupt(index_dir, "has passages out of page order")
     first, end = data.passage_span_first, data.passage_span_end
     if len(first) != nq or len(end) != nq or (nq and (first.min() < 0 or end.max() > ns or (end < first).any())):
         raise _corrupt(index_dir, "has a passage-to-span map that does not match its spans")

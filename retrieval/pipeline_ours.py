@@ -42,6 +42,7 @@ from .lines import ComputedLines, StoredLines
 from .passages import is_question_title
 from .query import PARTS_JOIN, Parsed, Query, QueryBuilder, Slot, parse_query
 from .slots import copied
+from .top import best_first
 from .result import Candidate, Passage, RetrievalResult
 from . import scoring, topic
 from .retriever import Retriever, Slots
@@ -222,10 +223,8 @@ class OursRetriever(Retriever):
             # Hits lists every one of them then (PassageScorer.query_hits's floor)
             above = hits.rows[hits.scores >= floor]
         candidates, total = self._candidates(above, scores)
-        if len(above) > MAX_PASSAGES_CONSIDERED:
-            # only the best few can fill the reference: no need to sort them all
-            above = above[np.argpartition(-scores[above], MAX_PASSAGES_CONSIDERED)[:MAX_PASSAGES_CONSIDERED]]
-        order = above[np.argsort(-scores[above], kind="stable")]
+        # only the best few can fill the reference: no need to sort them all
+        order = above[best_first(scores[above], MAX_PASSAGES_CONSIDERED)]
         passages = self._reference(order, scores)
         notes: list[str] = []
         if not cleared:
@@ -302,17 +301,18 @@ class OursRetriever(Retriever):
         their best passage's score), and how many pages cleared it in all."""
         if not len(above):
             return [], 0
-        best = np.full(self.data.n_pages, -1.0, dtype=np.float32)
-        np.maximum.at(best, self.data.passage_page[above], scores[above])
-        rows = np.flatnonzero(best >= 0)
+        # `above` ascends, and so do the passages' pages (retrieval.build): each page's
+        # passages are a run, whose best score one reduceat takes
+        page_of = self.data.passage_page[above]
+        starts = np.flatnonzero(np.concatenate(([True], page_of[1:] != page_of[:-1])))
+        rows = page_of[starts].astype(np.int64)
+        best = np.maximum.reduceat(scores[above], starts)
         total = len(rows)
-        limit = max(1, self.config.max_candidates)
-        if total > limit:
-            rows = rows[np.argpartition(-best[rows], limit)[:limit]]
-        rows = rows[np.argsort(-best[rows], kind="stable")]
+        order = best_first(best, max(1, self.config.max_candidates))
+        rows, best = rows[order], best[order]
         pages = self.pages
         return [Candidate(pages[r].url, pages[r].title, score, r)
-                for r, score in zip(rows.tolist(), best[rows].tolist())], total
+                for r, score in zip(rows.tolist(), best.tolist())], total
 
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
         """Whole lines of the best passages, best first, no line twice, within the budget."""

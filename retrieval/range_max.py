@@ -26,6 +26,19 @@ class SpanRanges:
         self.level = np.log2(lengths).astype(np.int8)  # floor(log2(length))
         self.last = end.astype(np.int64) - (np.int64(1) << self.level.astype(np.int64))  # the last run's first span
         self.top = int(self.level.max(initial=0))
+        self._levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+
+    def levels(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per k: the ranges of floor(log2(length)) k that hold spans, their first spans
+        and their last runs' first spans (laid out on first use)."""
+        if self._levels is None:
+            spans = np.flatnonzero(self.last >= self.first)  # a range without spans has last < first
+            level = self.level[spans]
+            self._levels = []
+            for k in range(self.top + 1):
+                at = spans[level == k]
+                self._levels.append((at, self.first[at], self.last[at]))
+        return self._levels
 
     def runs(self, values: np.ndarray) -> list[np.ndarray]:
         """The sparse table of `values`: runs[k][i] = max(values[i .. i + 2**k - 1]), k = 0 .. top."""
@@ -33,6 +46,15 @@ class SpanRanges:
         for k in range(1, self.top + 1):
             half = 1 << (k - 1)
             out.append(np.maximum(out[-1][:-half], out[-1][half:]))
+        return out
+
+    def best_all(self, runs: list[np.ndarray]) -> np.ndarray:
+        """The maximum over the range of every passage, from `runs` (self.runs); 0 for a
+        passage without spans."""
+        out = np.zeros(len(self.first), dtype=runs[0].dtype)
+        for k, (at, first, last) in enumerate(self.levels()):
+            if len(at):
+                out[at] = np.maximum(runs[k][first], runs[k][last])
         return out
 
     def best(self, runs: list[np.ndarray], rows: np.ndarray) -> np.ndarray:

@@ -220,9 +220,22 @@ class _Mix:
             out = None
             for share, sums in self.spans:
                 part = share * sums.all_spans()
-                out = part if out is None else out + part
+                if out is None:
+                    out = part
+                else:
+                    out += part
             self._all_spans = np.zeros(0, dtype=np.float32) if out is None else out
         return self._all_spans
+
+
+def _powered(values: np.ndarray) -> np.ndarray:
+    """values ** SCORE_POWER in float32. For 2, np.square: the same bits as np.power (every
+    float32 in [0, 2] compared), several times faster."""
+    if SCORE_POWER == 1.0:
+        return values
+    if SCORE_POWER == 2.0:
+        return np.square(values, dtype=np.float32)
+    return np.power(values, SCORE_POWER, dtype=np.float32)
 
 
 def _mixed(parts: list[tuple[float, np.ndarray]], rows: np.ndarray | None, n: int) -> np.ndarray:
@@ -392,9 +405,7 @@ class PassageScorer:
             combined = rest * passage + w * of_page
         else:
             combined = passage
-        if SCORE_POWER != 1.0:
-            combined = np.power(combined, SCORE_POWER, dtype=np.float32)
-        return combined
+        return _powered(combined)
 
     def _span_factor(self, mix: _Mix, rows: np.ndarray | None) -> np.ndarray:
         """The proximity factor 1 - ws + ws * r of the passages `rows` (None: all), r =
@@ -426,7 +437,10 @@ class PassageScorer:
         read off the sparse table of every span's shares (retrieval.range_max)."""
         if self._ranges is None:
             self._ranges = SpanRanges(self.data.passage_span_first, self.data.passage_span_end)
-        return self._ranges.best(mix.span_runs(self._ranges), rows)
+        runs = mix.span_runs(self._ranges)
+        if len(rows) * 2 > self.data.n_passages:  # most passages: every one's, laid out once per index
+            return self._ranges.best_all(runs)[rows]
+        return self._ranges.best(runs, rows)
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
         """The scores of one Query where they matter (Hits): exactly for every passage whose
@@ -472,8 +486,5 @@ class PassageScorer:
         """(passage scores, page scores, unknown terms) of one Query (the module docstring),
         for every passage and page of the index."""
         mix = self._mix(query)
-        page = mix.page
-        if SCORE_POWER != 1.0:
-            page = np.power(page, SCORE_POWER, dtype=np.float32)
-        return self._scores(mix, None), page, mix.unknown
+        return self._scores(mix, None), _powered(mix.page), mix.unknown
 

@@ -177,6 +177,17 @@ def test_save_and_load_round_trip(settings):
     assert np.array_equal(again.term_idf, data.term_idf)
 
 
+def test_an_index_whose_passages_leave_page_order_is_refused(settings):
+    """The search reads each page's passages as one run (retrieval.pipeline_ours._candidates)."""
+    retrieval.build_index(settings.retrieval, settings.storage)
+    folder = settings.guideline_scope("default").index_dir
+    data = load_data(folder)
+    assert data.n_pages > 1 and (np.diff(data.passage_page) >= 0).all()
+    save_data(dataclasses.replace(data, passage_page=data.passage_page[::-1].copy()), folder)
+    with pytest.raises(IndexCorruptError, match="passages out of page order"):
+        load_data(folder)
+
+
 def test_index_command(settings, monkeypatch, capsys):
     monkeypatch.setenv("GUIDERAG_SYNONYMS", str(settings.retrieval.synonyms))
     assert main(["index", "--db", str(settings.storage.db), "--no-progress"]) == 0
