@@ -19,10 +19,19 @@
 - With settings.api.api_key set, /v1 requires `Authorization: Bearer <key>` (constant-time
   comparison). CORS headers only for the origins in settings.api.api_cors_origins.
 
-Routes that touch the store are plain functions: FastAPI runs them in its thread pool, so
-answers run concurrently (MeCab and the audit log take their own locks). What needs no
-store (the health probe, the key check, the error handlers) is async: it runs on the
-event loop, so a pool whose every thread waits on a hung store cannot hold it up.
+Routes that touch the store run in threads, never on the event loop: /v1/pages and
+/v1/guidelines are plain functions, which FastAPI runs in its thread pool; /v1/ask hands
+each answer to a thread itself (MeCab and the audit log take their own locks). An answer
+that waits on no model (extract without a keywords model: BotConfig.waits_on_model) is
+Python under the GIL from start to end, so it runs on the process's answer threads
+(settings.api.api_answer_threads, one by default) and the requests beyond wait their turn
+on the event loop, where waiting costs nothing: sixteen such answers at once in sixteen
+pool threads cost about half as much CPU again each, in GIL hand-overs, as one after
+another (README, "Speed and capacity"). One that waited ANSWER_TURN_WAIT_S for its turn
+runs in the request pool instead (a hung store holds a turn until its own timeout). An
+answer that waits seconds on a model runs in the request pool, many at once. What needs no store (the health probe, the key check,
+the error handlers) is async: it runs on the event loop, so a pool whose every thread
+waits on a hung store cannot hold it up.
 """
 from __future__ import annotations
 
@@ -30,6 +39,8 @@ import hmac
 import logging
 from typing import Any, Literal
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -37,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from guiderag.chatbot.config import BotConfig
 from guiderag.chatbot.conversation import check_history
 from guiderag.errors import (
     EmptyCorpusError,
@@ -71,6 +83,13 @@ class AskRequest(BaseModel):
     history: list[str] | None = Field(
         default=None, description="the conversation's earlier questions, oldest first (at most "
         "GUIDERAG_HISTORY_MAX_TURNS): a follow-up is read with them")
+
+
+# How long an answer that waits on no model waits for a turn on the answer threads before it
+# runs beside them: far more than a queue of answers under load takes (a few ms each), far
+# less than the store's own timeouts, so a store that stopped answering (each turn held
+# until it times out) delays the others by this much at most.
+ANSWER_TURN_WAIT_S = 0.25
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
@@ -219,8 +238,30 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
 
     # The answer object is JSON already (Answer.to_json): it is sent as it is, not validated
     # against a response model and walked by jsonable_encoder again (the same bytes).
+    bot_config = BotConfig.of(settings)
+    turns: list[anyio.Semaphore] = []  # the answer threads' turns: made by the first request, in its worker's loop
+
+    def answered(body: AskRequest) -> JSONResponse:
+        return JSONResponse(service.ask(body.question, body.mode, body.guideline, body.history).to_json())
+
+    async def in_turn(body: AskRequest) -> JSONResponse:
+        """An answer that waits on no model, on one of the answer threads (settings.api.
+        api_answer_threads) when its turn comes within ANSWER_TURN_WAIT_S, else beside them
+        (a store that stopped answering holds a turn until its own timeout)."""
+        if not turns:
+            turns.append(anyio.Semaphore(settings.api.api_answer_threads))
+        took = False
+        with anyio.move_on_after(ANSWER_TURN_WAIT_S):
+            await turns[0].acquire()
+            took = True
+        try:
+            return await anyio.to_thread.run_sync(answered, body)
+        finally:
+            if took:
+                turns[0].release()
+
     @app.post("/v1/ask", tags=["answers"], dependencies=[Depends(require_key)], response_model=dict[str, Any])
-    def ask(body: AskRequest) -> JSONResponse:
+    async def ask(body: AskRequest) -> JSONResponse:
         """Answer one question: the answer object of `guiderag ask --json`, audited first."""
         if len(body.question) > settings.api.api_max_question_chars:
             raise _BadField("question", f"at most {settings.api.api_max_question_chars} characters")
@@ -228,7 +269,9 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
             check_history(body.history, settings.answer, settings.api.api_max_question_chars)
         except InputError as exc:
             raise _BadField("history", str(exc)) from exc
-        return JSONResponse(service.ask(body.question, body.mode, body.guideline, body.history).to_json())
+        if bot_config.waits_on_model(body.mode):
+            return await anyio.to_thread.run_sync(answered, body)  # the request pool, as a plain route
+        return await in_turn(body)
 
     @app.exception_handler(_BadField)
     async def bad_field(request: Request, exc: _BadField) -> JSONResponse:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from guiderag.progress import QUIET, ProgressReporter
-from guiderag.scopes import AnswerConfig, ModelConfig, RetrievalConfig, StoreConfig
+from guiderag.scopes import MODEL_MODES, AnswerConfig, ModelConfig, RetrievalConfig, StoreConfig
 
 
 class StageConfigs(Protocol):
@@ -43,3 +43,11 @@ class BotConfig:
     def of(cls, settings: StageConfigs) -> BotConfig:
         """The answer stage's part of `settings`."""
         return cls(settings.answer, settings.model, settings.retrieval, settings.storage, settings.progress_reporter)
+
+    def waits_on_model(self, mode: str | None) -> bool:
+        """Whether an ask in `mode` (None: the configured one) may wait on a model: a model
+        mode, or a keywords model (asked for every question's keywords, the guideline's
+        choice and a follow-up's reading). Any other ask is computation only."""
+        from .llm import LLMClient
+
+        return (mode or self.answer.mode) in MODEL_MODES or LLMClient(self.model).configured("keywords")

@@ -324,6 +324,8 @@ class ApiConfig:
     api_workers: int = setting(2, "uvicorn processes `serve` answers with, on one port (one process runs "
                                "one request's Python at a time: about one core each)", flag="--workers",
                                check=at_least(1))
+    api_answer_threads: int = setting(1, "threads per `serve` process for answers that wait on no model: they "
+                                      "hold the GIL throughout, so more threads only contend", check=at_least(1))
     api_preload: bool = setting(True, "with several workers, load the index once before forking them "
                                 "(they share it in memory and start ready); off: each worker loads its own")
     # /readyz touches the store and may load the indexes; the probe must answer a load

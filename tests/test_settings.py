@@ -159,7 +159,7 @@ BAD = {
     "openai_base_url": "127.0.0.1:8080", "model_timeout_s": 0.0, "model_retries": -1, "model_concurrency": -1,
     "model_queue_timeout_s": -1.0, "keywords_queue_timeout_s": -1.0, "answer_max_tokens": 0,
     "lines_max_tokens": 0, "summary_max_factor": 1.0, "api_max_body_bytes": 100, "api_max_question_chars": 0,
-    "display_timezone": "Mars/Olympus", "api_cors_origins": "portal.example.org", "api_workers": 0,
+    "display_timezone": "Mars/Olympus", "api_cors_origins": "portal.example.org", "api_workers": 0, "api_answer_threads": 0,
     "devbench_sample": -1, "eval_workers": -1,
     "api_ready_timeout_s": 0.0, "api_request_timeout_s": -1.0,
     "reference_floor": 1.5, "coverage_decision": "oracle", "coverage_operating_point": 2.0,
