@@ -372,7 +372,7 @@ class Reader:
         if not reading.carried or url is None or not any(c.url == url for c in result.candidates):
             return result
         boost = 1.0 + PRIOR_BOOST
-        candidates = sorted((replace(c, score=c.score * boost) if c.url == url else c for c in result.candidates),
+        candidates = sorted((c._replace(score=c.score * boost) if c.url == url else c for c in result.candidates),
                             key=lambda c: -c.score)
         passages = sorted((replace(p, score=p.score * boost) if p.page.url == url else p for p in result.passages),
                           key=lambda p: -p.score)
