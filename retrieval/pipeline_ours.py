@@ -83,7 +83,7 @@ class OursRetriever(Retriever):
         # every line's analysis, made with the index (retrieval.lines)
         self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
         self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
-        self._threshold_of: np.ndarray | float | None = None  # each passage's (see _thresholds)
+        self._threshold_of: np.ndarray | np.float32 | float | None = None  # each passage's (see _thresholds)
         # each page's line lengths, -1 for a blank line: what the reference pays for a line
         self._lengths = [tuple(len(line) if line.strip() else -1 for line in page.lines) for page in self.pages]
 
@@ -263,15 +263,15 @@ class OursRetriever(Retriever):
         """The threshold of a Q&A page's passages: config.threshold ** qa_threshold_exponent."""
         return float(self.config.threshold ** self.config.qa_threshold_exponent)
 
-    def _thresholds(self) -> np.ndarray | float:
+    def _thresholds(self) -> np.ndarray | np.float32 | float:
         """The threshold of every passage: config.threshold, lower on Q&A pages (a page
         whose title asks one question answers it as a whole; the module docstring)."""
         if self._threshold_of is None:
             if not self._qa_pages.any() or self.qa_threshold == self.config.threshold:
                 self._threshold_of = self.config.threshold
             else:
-                self._threshold_of = np.where(self._qa_pages[self.data.passage_page], np.float32(self.qa_threshold),
-                                              np.float32(self.config.threshold))
+                self._threshold_of = scoring.by_page_kind(self._qa_pages[self.data.passage_page], self.qa_threshold,
+                                                          self.config.threshold)
         return self._threshold_of
 
     def _hits(self, query: Query) -> Hits:

@@ -2,9 +2,10 @@
 of a window, retrieval.scoring's proximity factor), two ways:
 
 - `SpanRanges`: every range's maximum read off a sparse table of the values (the maximum
-  of every run of 2**k spans, k up to log2 of the longest range, `runs`): the maximum over
-  a range is that of the two runs of 2**k spans that cover it, k = floor(log2(its
-  length)); which range takes which k is laid out once per index. For many ranges at once.
+  of every run of 2**k spans, k up to log2 of the longest range, its levels end to end
+  in one array, `table`): the maximum over a range is that of the two runs of 2**k spans
+  that cover it, k = floor(log2(its length)), read by two gathers whose places in the
+  table are laid out once per index. For many ranges at once.
 - `range_max`: the values of a few ranges gathered and reduced (reduceat), for few ranges
   or values asked for range by range.
 Both give the same numbers (a maximum is exact in any order).
@@ -18,55 +19,56 @@ import numpy as np
 
 class SpanRanges:
     """The passages' span ranges first .. end (exclusive; a passage without spans has
-    first == end and is never asked for), laid out for the sparse table."""
+    first == end and reads 0), and where each range's two runs lie in the sparse table of
+    their spans' values (`table`), laid out once per index."""
 
     def __init__(self, first: np.ndarray, end: np.ndarray) -> None:
         self.first = first.astype(np.int64)
-        lengths = np.maximum(end.astype(np.int64) - self.first, 1)
-        self.level = np.log2(lengths).astype(np.int8)  # floor(log2(length))
-        self.last = end.astype(np.int64) - (np.int64(1) << self.level.astype(np.int64))  # the last run's first span
+        self.end = end.astype(np.int64)
+        lengths = np.maximum(self.end - self.first, 1)
+        self.level = np.log2(lengths).astype(np.int64)  # floor(log2(length))
         self.top = int(self.level.max(initial=0))
-        self._levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+        # per table length: each range's two runs' places in it (_lay_out)
+        self._places: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def levels(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Per k: the ranges of floor(log2(length)) k that hold spans, their first spans
-        and their last runs' first spans (laid out on first use)."""
-        if self._levels is None:
-            spans = np.flatnonzero(self.last >= self.first)  # a range without spans has last < first
-            level = self.level[spans]
-            self._levels = []
-            for k in range(self.top + 1):
-                at = spans[level == k]
-                self._levels.append((at, self.first[at], self.last[at]))
-        return self._levels
-
-    def runs(self, values: np.ndarray) -> list[np.ndarray]:
-        """The sparse table of `values`: runs[k][i] = max(values[i .. i + 2**k - 1]), k = 0 .. top."""
-        out = [values]
+    def table(self, values: np.ndarray) -> np.ndarray:
+        """The sparse table of `values`, its levels end to end: level k holds max(values[i ..
+        i + 2**k - 1]) for every i, k = 0 .. top (level 0: the values), then one 0."""
+        n = len(values)
+        sizes = [max(n - (1 << k) + 1, 0) for k in range(self.top + 1)]  # runs of 2**k spans
+        out = np.empty(sum(sizes) + 1, dtype=values.dtype)
+        out[:n] = values
+        out[-1] = 0
+        at = 0
         for k in range(1, self.top + 1):
             half = 1 << (k - 1)
-            out.append(np.maximum(out[-1][:-half], out[-1][half:]))
+            runs = out[at:at + sizes[k - 1]]
+            at += sizes[k - 1]
+            np.maximum(runs[:-half], runs[half:], out=out[at:at + sizes[k]])
+        if len(out) not in self._places:
+            self._places[len(out)] = self._lay_out(sizes)
         return out
 
-    def best_all(self, runs: list[np.ndarray]) -> np.ndarray:
-        """The maximum over the range of every passage, from `runs` (self.runs); 0 for a
+    def _lay_out(self, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Per range, the places in a table of these level sizes of the run of 2**level spans
+        that begins at its first span and of the one that ends at its last (both the
+        table's final 0 for a range without spans)."""
+        offset = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)[self.level]
+        last = self.end - (np.int64(1) << self.level)  # the last run's first span
+        none = np.int64(sum(sizes))
+        empty = last < self.first
+        return np.where(empty, none, offset + self.first), np.where(empty, none, offset + last)
+
+    def best_all(self, table: np.ndarray) -> np.ndarray:
+        """The maximum over every passage's range, from `table` (self.table); 0 for a
         passage without spans."""
-        out = np.zeros(len(self.first), dtype=runs[0].dtype)
-        for k, (at, first, last) in enumerate(self.levels()):
-            if len(at):
-                out[at] = np.maximum(runs[k][first], runs[k][last])
-        return out
+        lead, tail = self._places[len(table)]
+        return np.maximum(table.take(lead), table.take(tail))
 
-    def best(self, runs: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-        """The maximum over the range of each passage of `rows`, from `runs` (self.runs)."""
-        out = np.empty(len(rows), dtype=runs[0].dtype)
-        level = self.level[rows]
-        for k in range(self.top + 1):
-            at = np.flatnonzero(level == k) if self.top else np.arange(len(rows))
-            if len(at):
-                picked = rows[at]
-                out[at] = np.maximum(runs[k][self.first[picked]], runs[k][self.last[picked]])
-        return out
+    def best(self, table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The maximum over the range of each passage of `rows`, from `table` (self.table)."""
+        lead, tail = self._places[len(table)]
+        return np.maximum(table.take(lead.take(rows)), table.take(tail.take(rows)))
 
 
 def range_max(values: Callable[[np.ndarray], np.ndarray], first: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -69,8 +69,8 @@ at once and over the line spans only where asked (searched for when few, summed 
 many). The proximity factor, the costly part (a best span per passage), is computed only
 for the passages whose score without it (an upper bound: f <= 1) reaches their threshold,
 and for those that could be the top one: `Hits`; when that is most passages, every
-passage's best span is taken at once from a grid of their span numbers laid out once per
-index (`_best_spans`, retrieval.range_max). `query_scores` gives every passage's.
+passage's best span is read at once off a sparse table of every span's shares, at places
+laid out once per index (`_best_spans`, retrieval.range_max). `query_scores` gives every passage's.
 """
 from __future__ import annotations
 
@@ -182,22 +182,23 @@ class _Mix:
     use_spans: bool
     _all_spans: np.ndarray | None = None
     _of_page: np.ndarray | None = None
-    _runs: list[np.ndarray] | None = None
+    _table: np.ndarray | None = None
 
     def present(self, rows: np.ndarray | None) -> np.ndarray:
         """The windows' presence shares of the passages `rows` (None: all), both channels mixed."""
         return _mixed(self.windows, rows, len(self.passage))
 
-    def span_runs(self, ranges: SpanRanges) -> list[np.ndarray]:
+    def span_table(self, ranges: SpanRanges) -> np.ndarray:
         """The sparse table of `all_spans` for these ranges (made once)."""
-        if self._runs is None:
-            self._runs = ranges.runs(self.all_spans())
-        return self._runs
+        if self._table is None:
+            self._table = ranges.table(self.all_spans())
+        return self._table
 
-    def of_page(self, passage_page: np.ndarray) -> np.ndarray:
-        """C(P) of every passage's page (made once)."""
+    def of_page(self, page_runs: np.ndarray) -> np.ndarray:
+        """C(P) of every passage's page (made once), each page's repeated over the run of
+        its passages (`page_runs`: how many each page has; passages ascend by page)."""
         if self._of_page is None:
-            self._of_page = self.page[passage_page]
+            self._of_page = np.repeat(self.page, page_runs)
         return self._of_page
 
     def dense_better(self, n: int) -> bool:
@@ -226,6 +227,17 @@ class _Mix:
                     out += part
             self._all_spans = np.zeros(0, dtype=np.float32) if out is None else out
         return self._all_spans
+
+
+def by_page_kind(on_qa_page: np.ndarray, qa: float, other: float) -> np.ndarray | np.float32:
+    """A float32 value per passage: `qa` where its page is a Q&A page (`on_qa_page`), else
+    `other`; one scalar when every passage's page is of one kind (the same numbers,
+    without an array to read)."""
+    if on_qa_page.all():
+        return np.float32(qa)
+    if not on_qa_page.any():
+        return np.float32(other)
+    return np.where(on_qa_page, np.float32(qa), np.float32(other))
 
 
 def _powered(values: np.ndarray) -> np.ndarray:
@@ -257,6 +269,11 @@ class PassageScorer:
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
         self._page_w: tuple[float, tuple[np.ndarray | float, np.ndarray | float, bool]] | None = None
+        # each page's passages are one run (retrieval.build): how long each page's is, and
+        # each passage's page as the index type that gathers fastest
+        self._page_runs = np.bincount(data.passage_page, minlength=data.n_pages)
+        self._passage_page = data.passage_page.astype(np.intp)
+        self._has_spans = data.passage_span_end > data.passage_span_first
         self._ranges: SpanRanges | None = None  # the passages' span ranges, laid out (_best_spans)
         head = data.n_passages + data.n_pages
         self._columns = {"terms": Columns(data.terms, head), "bigrams": Columns(data.bigrams, head)}
@@ -350,8 +367,7 @@ class PassageScorer:
         if self._page_w is None or self._page_w[0] != pw:
             s, d = self.config, self.data
             if s.qa_page_weight != pw and self._qa_pages.any():
-                w: np.ndarray | float = np.where(self._qa_pages[d.passage_page], np.float32(s.qa_page_weight),
-                                                 np.float32(pw))
+                w: np.ndarray | np.float32 | float = by_page_kind(self._qa_pages[d.passage_page], s.qa_page_weight, pw)
             else:
                 w = pw
             self._page_w = (pw, (w, 1.0 - w, bool(np.any(w))))
@@ -397,7 +413,7 @@ class PassageScorer:
         if weighed:
             # the page's share, times the passage's proximity factor: the terms a Q&A page
             # holds count less when this passage's lines do not say them together
-            of_page = mix.of_page(d.passage_page) if rows is None else mix.page[d.passage_page[rows]]
+            of_page = mix.of_page(self._page_runs) if rows is None else mix.page.take(self._passage_page.take(rows))
             if f is not None:
                 of_page = of_page * f
             if isinstance(w, np.ndarray) and isinstance(rest, np.ndarray) and rows is not None:
@@ -413,13 +429,19 @@ class PassageScorer:
         (a page of headings only) or without matches."""
         d = self.data
         ws = SPAN_WEIGHT
-        first, end = d.passage_span_first, d.passage_span_end
         present = mix.present(rows)
+        # only passages that matched something and have spans can change
+        changes = (present > 0) & (self._has_spans if rows is None else self._has_spans[rows])
+        if rows is None and mix.spans and np.count_nonzero(changes) * ALL_RANGES_SHARE > d.n_passages:
+            # most passages: every passage's factor at once, kept where it can change
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.minimum(1.0, self._best_spans(mix, None) / present)
+            return np.where(changes, 1.0 - ws + ws * ratio, np.float32(1.0))
+        first, end = d.passage_span_first, d.passage_span_end
         if rows is not None:
             first, end = first[rows], end[rows]
         out = np.ones(len(first), dtype=np.float32)
-        # only passages that matched something and have spans can change
-        ok = np.flatnonzero((present > 0) & (end > first))
+        ok = np.flatnonzero(changes)
         if not len(ok):
             return out
         if mix.spans and (len(ok) * ALL_RANGES_SHARE > d.n_passages
@@ -432,15 +454,18 @@ class PassageScorer:
         out[ok] = 1.0 - ws + ws * ratio
         return out
 
-    def _best_spans(self, mix: _Mix, rows: np.ndarray) -> np.ndarray:
-        """The best span presence share of each passage of `rows` (every one has spans),
-        read off the sparse table of every span's shares (retrieval.range_max)."""
+    def _best_spans(self, mix: _Mix, rows: np.ndarray | None) -> np.ndarray:
+        """The best span presence share of each passage of `rows` (every one has spans; None:
+        every passage, 0 for one without), read off the sparse table of every span's shares
+        (retrieval.range_max)."""
         if self._ranges is None:
             self._ranges = SpanRanges(self.data.passage_span_first, self.data.passage_span_end)
-        runs = mix.span_runs(self._ranges)
-        if len(rows) * 2 > self.data.n_passages:  # most passages: every one's, laid out once per index
-            return self._ranges.best_all(runs)[rows]
-        return self._ranges.best(runs, rows)
+        table = mix.span_table(self._ranges)
+        if rows is None:
+            return self._ranges.best_all(table)
+        if len(rows) * 2 > self.data.n_passages:  # most passages: every one's at once
+            return self._ranges.best_all(table)[rows]
+        return self._ranges.best(table, rows)
 
     def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
         """The scores of one Query where they matter (Hits): exactly for every passage whose
