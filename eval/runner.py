@@ -288,9 +288,11 @@ _WORKER: _Asker | None = None
 
 
 def _worker_init(settings: Settings, mode: str) -> None:
-    """In a worker process: ignore Ctrl-C (the parent handles it) and load the pipeline once."""
+    """In a worker process: ignore Ctrl-C (the parent handles it), let SIGTERM end it quietly
+    (not the CLI's handler a fork inherits, which raises an interrupt) and load the pipeline once."""
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from guiderag.store.connection import configure
 
     configure(settings.storage)  # a PostgreSQL store: the parent's pool size and bounded waits

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import operator
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -88,6 +89,15 @@ _Block = tuple[np.ndarray, np.ndarray | None, np.ndarray]
 def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
     global _WORKER
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
+
+
+def _start_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
+    """A forked index worker: Ctrl-C is the parent's to handle, and SIGTERM, with which the
+    pool ends its workers, ends this one quietly (a fork inherits the CLI's handler, which
+    would raise an interrupt in it and print its traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _init_worker(analyzer, passage_chars, heading_max_chars)
 
 
 def _count_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray, width: int) -> _Block:
@@ -271,7 +281,7 @@ def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyze
         with progress.bar(len(pages), "index") as bar:
             if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
                 ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-                with ctx.Pool(workers - 1, initializer=_init_worker, initargs=init) as pool:
+                with ctx.Pool(workers - 1, initializer=_start_worker, initargs=init) as pool:
                     theirs = pool.imap(_chunk_rows, [c for k, c in enumerate(chunks) if k % workers])
                     _init_worker(*init)
                     for k, chunk in enumerate(chunks):
