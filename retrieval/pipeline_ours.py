@@ -46,7 +46,8 @@ from .top import best_first
 from .result import Candidate, Passage, RetrievalResult
 from . import scoring, topic
 from .retriever import Retriever, Slots
-from .scoring import Hits, PassageScorer
+from .hits import Hits
+from .scoring import PassageScorer, PerPassage
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
@@ -83,7 +84,7 @@ class OursRetriever(Retriever):
         # every line's analysis, made with the index (retrieval.lines)
         self.term_list = sorted(data.term_vocab, key=data.term_vocab.__getitem__)  # the terms by column
         self._lines = StoredLines(data.lines, self.pages, self.term_list, ComputedLines(self.analyze))
-        self._threshold_of: np.ndarray | np.float32 | float | None = None  # each passage's (see _thresholds)
+        self._threshold_of: PerPassage | None = None  # each passage's (see _thresholds)
         # each page's line lengths, -1 for a blank line: what the reference pays for a line
         self._lengths = [tuple(len(line) if line.strip() else -1 for line in page.lines) for page in self.pages]
 
@@ -263,7 +264,7 @@ class OursRetriever(Retriever):
         """The threshold of a Q&A page's passages: config.threshold ** qa_threshold_exponent."""
         return float(self.config.threshold ** self.config.qa_threshold_exponent)
 
-    def _thresholds(self) -> np.ndarray | np.float32 | float:
+    def _thresholds(self) -> PerPassage:
         """The threshold of every passage: config.threshold, lower on Q&A pages (a page
         whose title asks one question answers it as a whole; the module docstring)."""
         if self._threshold_of is None:

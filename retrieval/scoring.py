@@ -74,13 +74,14 @@ laid out once per index (`_best_spans`, retrieval.range_max). `query_scores` giv
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from guiderag.scopes import RetrievalConfig
 
 from .channel_sums import ChannelSums, Columns, SlotSpec, rows_holding
+from .hits import Hits
 from .index import IndexData
 from .query import Query, Slot
 from .range_max import SpanRanges, range_max
@@ -115,44 +116,10 @@ TOP_FIRST = 16
 # (PassageScorer._best_spans).
 ALL_RANGES_SHARE = 4
 
-_NO_ROWS = np.empty(0, dtype=np.int64)
 
 
-@dataclass
-class Hits:
-    """A query's scores where they matter: `rows` (ascending) with `scores` holds every
-    passage whose score reaches its threshold, exactly, and the top one; a passage not
-    listed scores below its threshold and at most the top score. (Merged over two queries,
-    `better`, a listed score below its threshold may be the lower of the two.)"""
-
-    rows: np.ndarray
-    scores: np.ndarray
-    unknown: list[str]
-
-    @property
-    def top(self) -> float:
-        """The best score of any passage (0 when none scores)."""
-        return float(self.scores.max()) if len(self.scores) else 0.0
-
-    def dense(self, n: int) -> np.ndarray:
-        """A score per passage of the index: the listed ones, 0 elsewhere."""
-        out = np.zeros(n, dtype=np.float32)
-        out[self.rows] = self.scores
-        return out
-
-    def better(self, other: "Hits", n: int) -> "Hits":
-        """Each passage's better score of two queries (keywords may only add evidence)."""
-        if not len(other.rows):
-            return self
-        if not len(self.rows):
-            return Hits(other.rows, other.scores, self.unknown)
-        dense = self.dense(n)
-        dense[other.rows] = np.maximum(dense[other.rows], other.scores)
-        listed = np.zeros(n, dtype=bool)
-        listed[self.rows] = True
-        listed[other.rows] = True
-        rows = np.flatnonzero(listed)
-        return Hits(rows, dense[rows], self.unknown)
+# A value per passage (a threshold, a page weight): an array, or one number for every passage.
+PerPassage = np.ndarray | np.floating | float
 
 
 @dataclass
@@ -229,7 +196,7 @@ class _Mix:
         return self._all_spans
 
 
-def by_page_kind(on_qa_page: np.ndarray, qa: float, other: float) -> np.ndarray | np.float32:
+def by_page_kind(on_qa_page: np.ndarray, qa: float, other: float) -> PerPassage:
     """A float32 value per passage: `qa` where its page is a Q&A page (`on_qa_page`), else
     `other`; one scalar when every passage's page is of one kind (the same numbers,
     without an array to read)."""
@@ -268,7 +235,7 @@ class PassageScorer:
         self.data = data
         self._unseen_query = unseen_query
         self._qa_pages = qa_pages
-        self._page_w: tuple[float, tuple[np.ndarray | float, np.ndarray | float, bool]] | None = None
+        self._page_w: tuple[float, tuple[PerPassage, PerPassage, bool]] | None = None
         # each page's passages are one run (retrieval.build): how long each page's is, and
         # each passage's page as the index type that gathers fastest
         self._page_runs = np.bincount(data.passage_page, minlength=data.n_pages)
@@ -360,14 +327,14 @@ class PassageScorer:
         # presence shares of the window and of each span (see the module docstring)
         return _Channel(values[passages], values[pages], unknown, present[passages], sums)
 
-    def _page_weights(self) -> tuple[np.ndarray | float, np.ndarray | float, bool]:
+    def _page_weights(self) -> tuple[PerPassage, PerPassage, bool]:
         """w(P) of each passage's page (settings.qa_page_weight on a Q&A page, else
         PAGE_WEIGHT), 1 - w(P), and whether any w(P) is not 0: made once per PAGE_WEIGHT."""
         pw = PAGE_WEIGHT
         if self._page_w is None or self._page_w[0] != pw:
             s, d = self.config, self.data
             if s.qa_page_weight != pw and self._qa_pages.any():
-                w: np.ndarray | np.float32 | float = by_page_kind(self._qa_pages[d.passage_page], s.qa_page_weight, pw)
+                w: PerPassage = by_page_kind(self._qa_pages[d.passage_page], s.qa_page_weight, pw)
             else:
                 w = pw
             self._page_w = (pw, (w, 1.0 - w, bool(np.any(w))))
@@ -467,7 +434,7 @@ class PassageScorer:
             return self._ranges.best_all(table)[rows]
         return self._ranges.best(table, rows)
 
-    def query_hits(self, query: Query, thresholds: np.ndarray | float, floor: float = 0.0) -> Hits:
+    def query_hits(self, query: Query, thresholds: PerPassage, floor: float = 0.0) -> Hits:
         """The scores of one Query where they matter (Hits): exactly for every passage whose
         score without the proximity factor reaches its threshold (`thresholds`: one, or
         one per passage; > 0), and for the passages that could score highest. When none
