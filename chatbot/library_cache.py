@@ -46,8 +46,9 @@ def load_library(
     config: BotConfig, retrievers: dict[str, Retriever] | None = None, llm: LLMClient | None = None
 ) -> Library:
     """A Library over the store's guidelines with every guideline's retriever loaded (a
-    stale index is rebuilt here, once, before any question); `retrievers` are ones already
-    loaded, by guideline id. EmptyCorpusError when no guideline holds a page."""
+    stale index is rebuilt here, once, before any question) and warmed (Retriever.warm: a
+    server's preload then reads the query's tables before its workers fork); `retrievers`
+    are ones already loaded, by guideline id. EmptyCorpusError when no guideline holds a page."""
     library = Library(config, retrievers=retrievers, llm=llm)
     try:
         if not library.ids:
@@ -55,7 +56,7 @@ def load_library(
                 f"the page store {config.store.store_name} holds no content page: run "
                 "`guiderag scrape TOC_URL` (or `guiderag scrape --sample`) first")
         for gid in library.ids:
-            library.retriever(gid)
+            library.retriever(gid).warm()
     except BaseException:
         library.close()
         raise

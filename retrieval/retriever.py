@@ -59,6 +59,11 @@ class Retriever(ABC):
         no slots (the evidence gate and extract then weigh the question's terms with
         `query_weights`)."""
 
+    def warm(self) -> None:
+        """Load now what a first question would load (tables read once per process): a
+        server's first patient then does not wait for them, and workers forked after it
+        share them. Nothing to load by default."""
+
     def topic_terms(self, text: str, k: int) -> list[TopicTerm]:
         """At most `k` terms naming what `text` (a question) is about, as this guideline's
         words, heaviest first, with their weights (retrieval.topic); [] for a pipeline
