@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from guiderag.errors import EvalError, GuideragError, ModelNotConfiguredError
+from guiderag.processes import pool_worker_signals
 from guiderag.progress import Progress
 from guiderag.redact import redact
 from guiderag.settings import EXTRACT, Settings
@@ -288,11 +288,10 @@ _WORKER: _Asker | None = None
 
 
 def _worker_init(settings: Settings, mode: str) -> None:
-    """In a worker process: ignore Ctrl-C (the parent handles it), let SIGTERM end it quietly
-    (not the CLI's handler a fork inherits, which raises an interrupt) and load the pipeline once."""
+    """In a worker process: the pool's signals (guiderag.processes: Ctrl-C is the parent's,
+    SIGTERM ends it quietly), then the pipeline, loaded once."""
     global _WORKER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    pool_worker_signals()
     from guiderag.store.connection import configure
 
     configure(settings.storage)  # a PostgreSQL store: the parent's pool size and bounded waits

@@ -1,5 +1,5 @@
-"""Child processes serving HTTP on loopback: their environment, a free port, waiting until one
-serves, stopping it.
+"""Child processes: those serving HTTP on loopback (their environment, a free port, waiting
+until one serves, stopping it) and the signals of forked pool workers.
 
 One place for what `guiderag loadbench` does with its `serve` replicas and what the tests do
 with uvicorn, Streamlit and llama.cpp's server.
@@ -7,6 +7,7 @@ with uvicorn, Streamlit and llama.cpp's server.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -16,6 +17,14 @@ import requests
 
 POLL_S = 0.2
 SETTINGS_ENV_PREFIXES = ("GUIDERAG_", "OPENAI_")  # what guiderag.settings reads from the environment
+
+
+def pool_worker_signals() -> None:
+    """In a forked pool worker: Ctrl-C is the parent's to handle, and SIGTERM, with which a
+    pool ends its workers, ends this one quietly (a fork inherits the CLI's handler, which
+    would raise an interrupt in it and print its traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import operator
 import os
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from guiderag.guideline import DEFAULT_GUIDELINE, GuidelineScope
+from guiderag.processes import pool_worker_signals
 from guiderag.progress import QUIET, ProgressReporter
 from guiderag.scopes import RetrievalConfig, StoreConfig
 from guiderag.store import PageVersion
@@ -92,11 +92,8 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
 
 
 def _start_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
-    """A forked index worker: Ctrl-C is the parent's to handle, and SIGTERM, with which the
-    pool ends its workers, ends this one quietly (a fork inherits the CLI's handler, which
-    would raise an interrupt in it and print its traceback)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """A forked index worker: the pool's signals (guiderag.processes), then its state."""
+    pool_worker_signals()
     _init_worker(analyzer, passage_chars, heading_max_chars)
 
 
