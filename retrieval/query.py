@@ -44,6 +44,7 @@ from .expansion import PATIENT, READING, SUDACHI, Expansion, PatientTable, Sudac
 from .readings import LazyReadings, kana_runs
 from .framing import ANSWER_FRAMES
 from .specificity import COMMON_ZIPF, RARE_ZIPF, weight_of_zipf, zipf
+from .specificity import table as specificity_table
 from .tokens import PREFIX, SUFFIX, Term, Token
 
 from .slots import (LIGHT_PREFIXES, LIGHT_SUFFIXES, PARTS_JOIN, SUDACHI_SPAN, UNKNOWN_COMPOUND_WEIGHT,
@@ -203,9 +204,22 @@ class QueryBuilder:
         junctions = [g for k in cuts for g in char_bigrams([surface[k - 1 : k + 1]])]
         return tuple(dict.fromkeys(words)), tuple(dict.fromkeys(junctions))
 
+    def warm(self) -> None:
+        """Read now the tables `build` reads on first use (Sudachi's phrase table, wordfreq's),
+        as it would read them: a server's first question then does not wait for them."""
+        if self.sudachi is not None and self.config.synonym_dict_weight > 0:
+            self.sudachi.phrase_table()
+        if self._weighs_specificity:
+            specificity_table()
+
+    @property
+    def _weighs_specificity(self) -> bool:
+        """Whether a word the corpus never uses is weighed by its specificity (wordfreq)."""
+        return self.config.specific_min_weight < 1.0
+
     def specificity(self, term: Term) -> float:
         s = self.config
-        if term.kind not in _GENERAL_KINDS or s.specific_min_weight >= 1.0:
+        if term.kind not in _GENERAL_KINDS or not self._weighs_specificity:
             return 1.0
         return weight_of_zipf(zipf(*lookup_forms(term)), RARE_ZIPF, COMMON_ZIPF,
                               s.specific_min_weight)
