@@ -25,6 +25,7 @@ config.reference_chars characters.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -51,6 +52,8 @@ from .scoring import PassageScorer, PerPassage
 
 # At most this many passages above the threshold are considered for the reference.
 MAX_PASSAGES_CONSIDERED = 200
+# a named tuple made from a tuple of its fields, without its Python-level __new__
+_NEW = tuple.__new__
 # Question texts (and keywords) whose parse a retriever keeps (OursRetriever.parse).
 PARSED_KEPT = 512
 # The query weight of a carried term (a follow-up's context) against a word of its own.
@@ -87,6 +90,9 @@ class OursRetriever(Retriever):
         self._threshold_of: PerPassage | None = None  # each passage's (see _thresholds)
         # each page's line lengths, -1 for a blank line: what the reference pays for a line
         self._lengths = [tuple(len(line) if line.strip() else -1 for line in page.lines) for page in self.pages]
+        self._heads = [(p.url, p.title) for p in self.pages]  # a Candidate's first fields
+        # each page's shortest line that is not blank: a budget left below it takes no line of the page
+        self._shortest = [min((n for n in lengths if n >= 0), default=sys.maxsize) for lengths in self._lengths]
 
     # -- helpers for other stages ---------------------------------------------------
     def idf(self, term: str) -> float:
@@ -218,21 +224,21 @@ class OursRetriever(Retriever):
                 "verbs or alphanumeric terms): not covered",
             )
         threshold = self.config.threshold
-        scores = hits.dense(self.data.n_passages)
         top = hits.top
         thresholds = self._thresholds()
-        above = hits.rows[hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)]
-        cleared = bool(len(above))
+        keep = hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)
+        cleared = bool(keep.any())
         floor = self.config.reference_floor
         if not cleared and floor > 0:
             # nothing cleared the threshold: the passages over the floor are the reference the
             # coverage decision weighs (chatbot.coverage_decision), which refuses most of them;
             # Hits lists every one of them then (PassageScorer.query_hits's floor)
-            above = hits.rows[hits.scores >= floor]
-        candidates, total = self._candidates(above, scores)
+            keep = hits.scores >= floor
+        above, values = hits.rows[keep], hits.scores[keep]
+        candidates, total = self._candidates(above, values)
         # only the best few can fill the reference: no need to sort them all
-        order = above[best_first(scores[above], MAX_PASSAGES_CONSIDERED)]
-        passages = self._reference(order, scores)
+        order = best_first(values, MAX_PASSAGES_CONSIDERED)
+        passages = self._reference(above[order], values[order])
         notes: list[str] = []
         if not cleared:
             qa = f" ({self.qa_threshold:g} on a Q&A page)" if self._qa_pages.any() and self.qa_threshold != threshold else ""
@@ -303,9 +309,10 @@ class OursRetriever(Retriever):
                 out.append(k)
         return out
 
-    def _candidates(self, above: np.ndarray, scores: np.ndarray) -> tuple[list[Candidate], int]:
+    def _candidates(self, above: np.ndarray, values: np.ndarray) -> tuple[list[Candidate], int]:
         """The best config.max_candidates pages with a passage above the threshold (by
-        their best passage's score), and how many pages cleared it in all."""
+        their best passage's score), and how many pages cleared it in all. `above` (the
+        passages, ascending) and `values` (their scores) are aligned."""
         if not len(above):
             return [], 0
         # `above` ascends, and so do the passages' pages (retrieval.build): each page's
@@ -313,27 +320,32 @@ class OursRetriever(Retriever):
         page_of = self.data.passage_page[above]
         starts = np.flatnonzero(np.concatenate(([True], page_of[1:] != page_of[:-1])))
         rows = page_of[starts].astype(np.int64)
-        best = np.maximum.reduceat(scores[above], starts)
+        best = np.maximum.reduceat(values, starts)
         total = len(rows)
         order = best_first(best, max(1, self.config.max_candidates))
         rows, best = rows[order], best[order]
-        pages = self.pages
-        return [Candidate(pages[r].url, pages[r].title, score, r)
-                for r, score in zip(rows.tolist(), best.tolist())], total
+        heads = self._heads
+        return [_NEW(Candidate, heads[r] + (score, r)) for r, score in zip(rows.tolist(), best.tolist())], total
 
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
-        """Whole lines of the best passages, best first, no line twice, within the budget."""
+        """Whole lines of the passages `order` (best first; `scores` are theirs), no line
+        twice, within the budget."""
         d = self.data
         budget = self.config.reference_chars
         used_chars = 0
         used: dict[int, set[int]] = {}
         out: list[Passage] = []
         misses = 0  # passages in a row that added nothing: the budget is as good as full
-        each = zip(order.tolist(), d.passage_page[order].tolist(), d.passage_first[order].tolist(),
+        each = zip(scores.tolist(), d.passage_page[order].tolist(), d.passage_first[order].tolist(),
                    d.passage_last[order].tolist(), d.passage_heading[order].tolist())
-        for i, row, first, last, heading in each:
-            if budget - used_chars < 2 or misses >= 20:
+        shortest = self._shortest
+        for score, row, first, last, heading in each:
+            left = budget - used_chars
+            if left < 2 or misses >= 20:
                 break
+            if used_chars and left <= shortest[row]:  # no line of the page fits with its newline
+                misses += 1
+                continue
             lengths = self._lengths[row]
             taken = used.setdefault(row, set())
             wanted = range(first, last + 1)
@@ -351,7 +363,7 @@ class OursRetriever(Retriever):
                 picked.append(n)
             if picked:
                 misses = 0
-                out.append(Passage(page=self.pages[row], lines=tuple(sorted(picked)), score=float(scores[i])))
+                out.append(Passage(page=self.pages[row], lines=tuple(sorted(picked)), score=score))
             else:
                 misses += 1
         return out
