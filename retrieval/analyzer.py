@@ -22,6 +22,7 @@ once per process). `Analyzer` is the configured, picklable variant.
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import threading
@@ -152,8 +153,9 @@ def tokenize(text: str) -> list[Token]:
             if token is None:
                 found[i] = cache[lines[i]] = _line_token(lines[i])
     tokens = cast("list[Token]", found)  # every None was filled in above
-    if any(t.kind == _MAYBE_AUX for t in tokens):
-        tokens = _own_verbs(tokens)
+    kinds = list(map(_KIND, tokens))
+    if _MAYBE_AUX in kinds:
+        tokens = _own_verbs(tokens, kinds)
     # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
     return _glue_ascii(tokens) if _ASCII_ALNUM.search(text) else tokens
 
@@ -165,17 +167,27 @@ _MAYBE_AUX = "Vx"
 _OWN_AFTER = frozenset({"を", "が", "に", "は", "も", "で", "と", "へ", "から", "まで", "や", "より"})
 
 
-def _own_verbs(tokens: list[Token]) -> list[Token]:
+def _own_verbs(tokens: list[Token], kinds: list[str]) -> list[Token]:
     """Each 非自立可能 verb a VERB after a particle (its own word), unless the particle
-    follows a framing word (retrieval.framing: 気をつける), else OTHER (an auxiliary)."""
+    follows a framing word (retrieval.framing: 気をつける), else OTHER (an auxiliary).
+    `kinds` are the tokens' kinds; only the places of _MAYBE_AUX are visited."""
     out = list(tokens)
-    for i, t in enumerate(out):
-        if t.kind == _MAYBE_AUX:
-            own = (i > 0 and out[i - 1].kind == OTHER and out[i - 1].surface in _OWN_AFTER
-                   # 気をつける, 気が済む: a set phrase of a framing word, no topic of its own
-                   and not (i > 1 and out[i - 2].form in FRAMING_WORDS))
-            out[i] = t._replace(kind=VERB if own and t.form not in STOP_VERBS else OTHER)
-    return out
+    i = kinds.index(_MAYBE_AUX)
+    while True:
+        t = out[i]
+        before = out[i - 1] if i else None  # decided already when it was one too
+        own = (before is not None and before[2] == OTHER and before[0] in _OWN_AFTER
+               # 気をつける, 気が済む: a set phrase of a framing word, no topic of its own
+               and not (i > 1 and out[i - 2][1] in FRAMING_WORDS))
+        out[i] = _NEW_TOKEN(Token, (t[0], t[1], VERB if own and t[1] not in STOP_VERBS else OTHER, t[3]))
+        try:
+            i = kinds.index(_MAYBE_AUX, i + 1)
+        except ValueError:
+            return out
+
+
+_KIND = operator.itemgetter(2)  # Token.kind
+_NEW_TOKEN = tuple.__new__  # a Token from its fields, without the named tuple's Python-level __new__
 
 
 def _line_token(line: str) -> Token:
