@@ -58,7 +58,6 @@ from .tokens import (
 ANALYZER_VERSION = "9"
 
 _ASCII_TOKEN = re.compile(r"^[A-Za-z0-9]+$")
-_ASCII_ALNUM = re.compile(r"[A-Za-z0-9]")
 _ASCII_JOINER = frozenset("-.+/")
 
 _TAGGER: MeCab.Tagger | None = None
@@ -135,9 +134,11 @@ def _lemma(feature: list[str], surface: str) -> str:
     return lemma[:dash] if dash > 0 else lemma
 
 
-def tokenize(text: str) -> list[Token]:
-    """MeCab tokens of NFKC-normalised `text`, ASCII runs glued (PD-L1, 5-FU, 80mg)."""
-    text = normalize(text)
+def tokenize(text: str, *, normalized: bool = False) -> list[Token]:
+    """MeCab tokens of NFKC-normalised `text`, ASCII runs glued (PD-L1, 5-FU, 80mg)
+    (`normalized`: retrieval.normalize has read the text already)."""
+    if not normalized:
+        text = normalize(text)
     if _OTHER_SPACE.search(text):
         text = _OTHER_SPACE.sub(" ", text)  # the same nodes, one per output line
     cache = _TOKEN_CACHE
@@ -156,8 +157,8 @@ def tokenize(text: str) -> list[Token]:
     kinds = list(map(_KIND, tokens))
     if _MAYBE_AUX in kinds:
         tokens = _own_verbs(tokens, kinds)
-    # glueing is a no-op without ASCII tokens; the text says cheaply whether any can exist
-    return _glue_ascii(tokens) if _ASCII_ALNUM.search(text) else tokens
+    # glueing is a no-op without ASCII tokens (_own_verbs makes none)
+    return _glue_ascii(tokens) if ASCII in kinds else tokens
 
 
 # A verb UniDic marks 非自立可能 (it can follow another verb as an auxiliary: 飲み続ける,
@@ -425,9 +426,10 @@ class Analyzer:
     parts: bool = True
     verbs: bool = True
 
-    def tokens(self, text: str) -> list[Token]:
-        """The MeCab tokens of `text` with the maintainer's synonyms applied."""
-        tokens = tokenize(text)
+    def tokens(self, text: str, *, normalized: bool = False) -> list[Token]:
+        """The MeCab tokens of `text` with the maintainer's synonyms applied (`normalized`:
+        as tokenize's)."""
+        tokens = tokenize(text, normalized=normalized)
         if self.synonyms is not None:
             tokens = self.synonyms.apply(tokens)
         return tokens
@@ -440,8 +442,9 @@ class Analyzer:
         with a question's (`query_terms`: framing words are no terms there), from one
         MeCab parse (the index build stores both, retrieval.lines). The second is None
         when it holds the same terms as the first (no framing word in the text: most
-        lines), so the caller reuses the analysis' terms."""
-        tokens = self.tokens(text)
+        lines), so the caller reuses the analysis' terms. `text` is normalized already
+        (retrieval.normalize: the build reads the normalized text for more than terms)."""
+        tokens = self.tokens(text, normalized=True)
         analysis = analyze_tokens(tokens, parts=self.parts, verbs=self.verbs)
         framed = drop_framing(tokens)
         if framed is tokens or framed == tokens:
