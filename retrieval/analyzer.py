@@ -27,7 +27,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable, cast
+from typing import cast
 
 import MeCab
 
@@ -121,6 +121,18 @@ def reading(text: str) -> str:
         cols = line.split("\t")
         parts.append(cols[2] if len(cols) > 2 and cols[2] else cols[0])
     return "".join(parts)
+
+
+def nodes(text: str) -> list[tuple[str, str]]:
+    """(surface, features) of every MeCab node of `text`, BOS and EOS too (empty surfaces), as
+    the dictionary gives them: what the published protocol reads (retrieval.protocol_text)."""
+    out = []
+    with _TAGGER_LOCK:
+        node = tagger().parseToNode(text)
+        while node is not None:
+            out.append((node.surface, node.feature))
+            node = node.next
+    return out
 
 
 def _lemma(feature: list[str], surface: str) -> str:
@@ -396,28 +408,6 @@ _END = Token("", "", OTHER)  # ends analyze_tokens' last run
 _new_term = tuple.__new__
 
 
-def char_bigrams(spans: Iterable[str]) -> list[str]:
-    """Character bigrams of content spans (a one-character span counts as itself).
-
-    They match what the terms miss: katakana spellings and compounds that MeCab splits
-    differently in the question and in the text."""
-    out: list[str] = []
-    cache = _BIGRAM_CACHE
-    for span in spans:
-        grams = cache.get(span)
-        if grams is None:
-            if len(cache) > _TOKEN_CACHE_MAX:
-                cache.clear()
-            grams = cache[span] = (span,) if len(span) == 1 else tuple(
-                span[i : i + 2] for i in range(len(span) - 1)
-            )
-        out.extend(grams)
-    return out
-
-
-_BIGRAM_CACHE: dict[str, tuple[str, ...]] = {}
-
-
 @dataclass
 class Analyzer:
     """A configured analyzer (synonyms, parts, verbs). Picklable: holds no tagger."""
@@ -486,26 +476,3 @@ _DEFAULT = Analyzer()
 def analyze(text: str) -> list[str]:
     """The index terms of `text` (no synonyms). Module-level, so it pickles by name."""
     return _DEFAULT(text)
-
-
-# --- the published protocol's text processing, kept literal ------------------------
-
-_TAG = re.compile(r"<[^>]*>")
-_NON_JAPANESE = re.compile(r"[^\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\u3005\u30fc\s]")
-
-
-def protocol_clean(text: str) -> str:
-    """The protocol: strip HTML tags, then every character that is not Japanese."""
-    return _NON_JAPANESE.sub("", _TAG.sub("", text))
-
-
-def protocol_nouns(text: str) -> str:
-    """The protocol: MeCab (default dictionary) nouns of the cleaned text, space-joined."""
-    nouns: list[str] = []
-    with _TAGGER_LOCK:
-        node = tagger().parseToNode(protocol_clean(text))
-        while node is not None:
-            if node.surface and node.feature.startswith("名詞,"):
-                nouns.append(node.surface)
-            node = node.next
-    return " ".join(nouns)

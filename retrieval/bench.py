@@ -30,7 +30,8 @@ from guiderag.guideline import DEFAULT_GUIDELINE
 from guiderag.scopes import PROTOCOL, RetrievalConfig
 from guiderag.store import PageVersion
 
-from .analyzer import protocol_nouns, tagger
+from .analyzer import tagger
+from .protocol_text import protocol_nouns
 from .build import build_data
 from .index import make_analyzer
 from .persist import load_data, save_data

@@ -22,7 +22,8 @@ from guiderag.store import PageVersion
 from guiderag.store import structure
 from guiderag.store.structure import line_contexts
 
-from .analyzer import Analyzer, char_bigrams
+from .analyzer import Analyzer
+from .bigrams import char_bigrams
 from .normalize import normalize
 from .answer_kinds import gives_mask, unit_mask
 from .lines import LineParts, flat_text

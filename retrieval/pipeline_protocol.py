@@ -29,7 +29,8 @@ from guiderag.scopes import PROTOCOL, RetrievalConfig
 from guiderag.store import PageVersion
 from guiderag.store.structure import title_line
 
-from .analyzer import Analyzer, protocol_nouns
+from .analyzer import Analyzer
+from .protocol_text import protocol_nouns
 from .keywords import KEYWORD_COUNT, clean_keywords
 from .result import Candidate, Passage, RetrievalResult
 from .retriever import Retriever, Slots

@@ -39,7 +39,8 @@ from typing import Callable, Sequence
 
 from guiderag.scopes import RetrievalConfig
 
-from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, char_bigrams, reading, tokenize
+from .analyzer import AFFIXED, COMPOUND, NOUN, PROPER, SYNONYM, VERB, Analyzer, reading, tokenize
+from .bigrams import char_bigrams
 from .expansion import PATIENT, READING, SUDACHI, Expansion, PatientTable, SudachiSynonyms, is_content
 from .readings import LazyReadings, kana_runs
 from .framing import ANSWER_FRAMES

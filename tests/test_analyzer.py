@@ -7,7 +7,9 @@ import pickle
 import pytest
 
 from guiderag.errors import InputError
-from guiderag.retrieval.analyzer import Analyzer, analyze, char_bigrams, protocol_clean, protocol_nouns, tokenize
+from guiderag.retrieval.analyzer import Analyzer, analyze, tokenize
+from guiderag.retrieval.bigrams import char_bigrams
+from guiderag.retrieval.protocol_text import protocol_clean, protocol_nouns
 from guiderag.retrieval.keywords import parse_keywords
 from guiderag.retrieval.synonyms import load_synonyms, parse_synonyms
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from guiderag.retrieval import bm25, passages, scoring
-from guiderag.retrieval.analyzer import char_bigrams
+from guiderag.retrieval.bigrams import char_bigrams
 from guiderag.retrieval.bench import generate_corpus
 from guiderag.retrieval.build import build_data
 from guiderag.retrieval.index import make_analyzer
