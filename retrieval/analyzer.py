@@ -192,7 +192,7 @@ def _own_verbs(tokens: list[Token], kinds: list[str]) -> list[Token]:
         own = (before is not None and before[2] == OTHER and before[0] in _OWN_AFTER
                # 気をつける, 気が済む: a set phrase of a framing word, no topic of its own
                and not (i > 1 and out[i - 2][1] in FRAMING_WORDS))
-        out[i] = _NEW_TOKEN(Token, (t[0], t[1], VERB if own and t[1] not in STOP_VERBS else OTHER, t[3]))
+        out[i] = _new(Token, (t[0], t[1], VERB if own and t[1] not in STOP_VERBS else OTHER, t[3]))
         try:
             i = kinds.index(_MAYBE_AUX, i + 1)
         except ValueError:
@@ -200,7 +200,8 @@ def _own_verbs(tokens: list[Token], kinds: list[str]) -> list[Token]:
 
 
 _KIND = operator.itemgetter(2)  # Token.kind
-_NEW_TOKEN = tuple.__new__  # a Token from its fields, without the named tuple's Python-level __new__
+# a Token or a Term from a tuple of its fields, without the named tuple's Python-level __new__
+_new = tuple.__new__
 
 
 def _line_token(line: str) -> Token:
@@ -377,7 +378,7 @@ def analyze_tokens(
         if run and (tok[3] or not in_run):  # a space or a non-run token ends the run
             if len(run) == 1 and run[0][2] in NOUN_KINDS:  # the common case: one word
                 word = run[0]
-                add_term(_new_term(Term, (word[1], word[0], word[2])))
+                add_term(_new(Term, (word[1], word[0], word[2])))
                 add_span(word[1] if canonical_spans and word[2] == SYNONYM else word[0])
             else:
                 run_terms, surface = _run_terms(tuple(run), parts)
@@ -394,18 +395,17 @@ def analyze_tokens(
         if kind == OTHER:
             continue
         if kind == ASCII:
-            add_term(_new_term(Term, (tok[1], tok[0], ASCII)))
+            add_term(_new(Term, (tok[1], tok[0], ASCII)))
             add_span(tok[1])
         elif kind == ADVERBIAL:
-            add_term(_new_term(Term, (tok[1], tok[0], NOUN)))
+            add_term(_new(Term, (tok[1], tok[0], NOUN)))
             add_span(tok[0])
         elif kind == VERB and verbs:
-            add_term(_new_term(Term, (tok[1], tok[0], VERB)))
+            add_term(_new(Term, (tok[1], tok[0], VERB)))
     return result
 
 
 _END = Token("", "", OTHER)  # ends analyze_tokens' last run
-_new_term = tuple.__new__
 
 
 @dataclass

@@ -226,7 +226,7 @@ class OursRetriever(Retriever):
         threshold = self.config.threshold
         top = hits.top
         thresholds = self._thresholds()
-        keep = hits.scores >= (thresholds[hits.rows] if isinstance(thresholds, np.ndarray) else thresholds)
+        keep = hits.scores >= scoring.at_rows(thresholds, hits.rows)
         cleared = bool(keep.any())
         floor = self.config.reference_floor
         if not cleared and floor > 0:

@@ -116,10 +116,13 @@ TOP_FIRST = 16
 # (PassageScorer._best_spans).
 ALL_RANGES_SHARE = 4
 
-
-
 # A value per passage (a threshold, a page weight): an array, or one number for every passage.
 PerPassage = np.ndarray | np.floating | float
+
+
+def at_rows(values: PerPassage, rows: np.ndarray) -> PerPassage:
+    """The values of the passages `rows`: the array's, or the one number of every passage."""
+    return values[rows] if isinstance(values, np.ndarray) else values
 
 
 @dataclass
@@ -383,8 +386,8 @@ class PassageScorer:
             of_page = mix.of_page(self._page_runs) if rows is None else mix.page.take(self._passage_page.take(rows))
             if f is not None:
                 of_page = of_page * f
-            if isinstance(w, np.ndarray) and isinstance(rest, np.ndarray) and rows is not None:
-                w, rest = w[rows], rest[rows]
+            if rows is not None:
+                w, rest = at_rows(w, rows), at_rows(rest, rows)
             combined = rest * passage + w * of_page
         else:
             combined = passage
@@ -445,8 +448,7 @@ class PassageScorer:
         wanted = bound >= thresholds
         rows = np.flatnonzero(wanted)
         scores = self._scores(mix, rows)
-        if floor > 0 and not np.any(scores >= (thresholds[rows] if isinstance(thresholds, np.ndarray)
-                                                 else thresholds)):
+        if floor > 0 and not np.any(scores >= at_rows(thresholds, rows)):
             wanted = bound >= floor
             rows = np.flatnonzero(wanted)
             scores = self._scores(mix, rows)
