@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from itertools import chain, repeat
 from typing import Sequence
 
 import numpy as np
@@ -54,6 +55,7 @@ from .scoring import PassageScorer, PerPassage
 MAX_PASSAGES_CONSIDERED = 200
 # a named tuple made from a tuple of its fields, without its Python-level __new__
 _NEW = tuple.__new__
+_CHUNK = 32  # passages the reference reads at a time (it fills its budget from about 25)
 # Question texts (and keywords) whose parse a retriever keeps (OursRetriever.parse).
 PARSED_KEPT = 512
 # The query weight of a carried term (a follow-up's context) against a word of its own.
@@ -90,7 +92,12 @@ class OursRetriever(Retriever):
         self._threshold_of: PerPassage | None = None  # each passage's (see _thresholds)
         # each page's line lengths, -1 for a blank line: what the reference pays for a line
         self._lengths = [tuple(len(line) if line.strip() else -1 for line in page.lines) for page in self.pages]
-        self._heads = [(p.url, p.title) for p in self.pages]  # a Candidate's first fields
+        # each passage's (page, first line, last line, heading line), as Python numbers: the
+        # reference reads a few dozen passages of the best 200, cheaper one by one than gathered
+        self._passage_at = list(zip(data.passage_page.tolist(), data.passage_first.tolist(),
+                                    data.passage_last.tolist(), data.passage_heading.tolist()))
+        self._urls = [p.url for p in self.pages]  # a Candidate's first fields, by page
+        self._titles = [p.title for p in self.pages]
         # each page's shortest line that is not blank: a budget left below it takes no line of the page
         self._shortest = [min((n for n in lengths if n >= 0), default=sys.maxsize) for lengths in self._lengths]
 
@@ -324,22 +331,25 @@ class OursRetriever(Retriever):
         total = len(rows)
         order = best_first(best, max(1, self.config.max_candidates))
         rows, best = rows[order], best[order]
-        heads = self._heads
-        return [_NEW(Candidate, heads[r] + (score, r)) for r, score in zip(rows.tolist(), best.tolist())], total
+        at = rows.tolist()
+        # made in C, field tuples zipped and cast (no Python-level step per candidate)
+        fields = zip(map(self._urls.__getitem__, at), map(self._titles.__getitem__, at), best.tolist(), at)
+        return list(map(_NEW, repeat(Candidate, len(at)), fields)), total
 
     def _reference(self, order: np.ndarray, scores: np.ndarray) -> list[Passage]:
         """Whole lines of the passages `order` (best first; `scores` are theirs), no line
         twice, within the budget."""
-        d = self.data
         budget = self.config.reference_chars
         used_chars = 0
         used: dict[int, set[int]] = {}
         out: list[Passage] = []
         misses = 0  # passages in a row that added nothing: the budget is as good as full
-        each = zip(scores.tolist(), d.passage_page[order].tolist(), d.passage_first[order].tolist(),
-                   d.passage_last[order].tolist(), d.passage_heading[order].tolist())
-        shortest = self._shortest
-        for score, row, first, last, heading in each:
+        shortest, pages, passage_at = self._shortest, self.pages, self._passage_at
+        # read a chunk at a time: the budget is full after a few dozen passages of the 200
+        each = chain.from_iterable(zip(scores[lo:lo + _CHUNK].tolist(), order[lo:lo + _CHUNK].tolist())
+                                   for lo in range(0, len(order), _CHUNK))
+        for score, at in each:
+            row, first, last, heading = passage_at[at]
             left = budget - used_chars
             if left < 2 or misses >= 20:
                 break
@@ -363,7 +373,7 @@ class OursRetriever(Retriever):
                 picked.append(n)
             if picked:
                 misses = 0
-                out.append(Passage(page=self.pages[row], lines=tuple(sorted(picked)), score=score))
+                out.append(Passage(pages[row], tuple(sorted(picked)), score))
             else:
                 misses += 1
         return out
