@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,9 @@ def test_a_page_failing_now_is_unreachable_and_diverged(scraped, capsys) -> None
 
 def test_a_corpus_older_than_max_age_exits_3(scraped, capsys, monkeypatch) -> None:
     db, _, _ = scraped
+    # the scrape may have finished within 0.00001 h (36 ms) of the check: wait past it (the
+    # CI run of 36420fc checked at an age under that and read the corpus as in sync)
+    time.sleep(0.05)
     code, out = _check(capsys, "--max-age", "0.00001")
     assert code == 3 and out["guidelines"][0]["status"] == "too_old"
     monkeypatch.setenv("GUIDERAG_MAX_AGE_HOURS", "0.00001")
@@ -162,7 +166,9 @@ def test_each_guideline_of_a_store_is_checked_and_the_app_warns(fast_env: Path, 
         # a scrape after the check brings the corpus up to date: the warning goes
         assert main(["scrape", g_base + "/gastric/index.html", "--guideline", "gastric"]) == 0
         assert not store_status(settings).warnings
-        # a corpus older than the configured maximum age warns without any check
+        # a corpus older than the configured maximum age warns without any check (waited
+        # past the 36 ms of 0.00001 h since the scrape just above)
+        time.sleep(0.05)
         assert [g.warning for g in store_status(settings.replace(max_age_hours=0.00001)).warnings] == ["stale", "stale"]
 
 
