@@ -127,7 +127,9 @@ class ChannelSums:
         if self._spans is not None or self.dense_better(len(idx)):
             return self.all_spans()[idx]
         wanted, back = np.unique(idx, return_inverse=True)
-        rows = wanted.astype(np.int64) + self.head
+        # in the type of the columns' row numbers: searching a column for them then reads it
+        # as stored, instead of copying it to a wider type first
+        rows = (wanted.astype(np.int64) + self.head).astype(self.columns.indices.dtype)
         found: dict[int, np.ndarray] = {}
         cols = self.columns
 
