@@ -445,14 +445,18 @@ class PassageScorer:
         the floor instead (the reference below the threshold, settings.reference_floor)."""
         mix = self._mix(query)
         bound = self._scores(mix, None, factor=False)
-        wanted = bound >= thresholds
+        cut: PerPassage = thresholds
+        wanted = bound >= cut
         rows = np.flatnonzero(wanted)
         scores = self._scores(mix, rows)
         if floor > 0 and not np.any(scores >= at_rows(thresholds, rows)):
-            wanted = bound >= floor
+            cut = floor
+            wanted = bound >= cut
             rows = np.flatnonzero(wanted)
             scores = self._scores(mix, rows)
         top = float(scores.max()) if len(scores) else 0.0
+        if top >= np.max(cut):
+            return Hits(rows, scores, mix.unknown)  # every bound above the top reached its cut: in rows
         # the top one, when it is below its threshold: the passages with the best bounds,
         # more of them each round, until no other bound beats the best score found
         left = np.flatnonzero((bound > top) & ~wanted)
