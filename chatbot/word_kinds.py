@@ -15,6 +15,7 @@ decision").
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -47,11 +48,15 @@ _DRUG_END = re.compile(r"(?:マブ|ニブ|プラチン|タキセル|ルビシン
                        r"ゾール|プリル|サルタン|スタチン|フェン|ロリムス|テカン|チニブ|リムス)$")
 _DRUG_CODE = re.compile(r"^(?:[A-Z]{1,4}-?\d{1,4}[A-Za-z]?|[A-Z]{2,5})$")
 _PROCEDURE_END = re.compile(r"(?:手術|術|療法|治療|検査|切除|摘出|移植|照射|注射|接種|ドック|検診|生検|造影)$")
+# Words whose word_kind a process keeps (questions' words: a bounded cache).
+_WORDS_KEPT = 65_536
 _KATAKANA = re.compile(r"^[\u30A0-\u30FFー・]+$")
 
 
+@functools.lru_cache(maxsize=_WORDS_KEPT)
 def word_kind(surface: str) -> str | None:
-    """DISEASE, ORGAN, DRUG or PROCEDURE when a word (or compound) looks like one, else None."""
+    """DISEASE, ORGAN, DRUG or PROCEDURE when a word (or compound) looks like one, else None.
+    Kept per word: the coverage decision asks it of a question's words several times."""
     word = unicodedata.normalize("NFKC", surface or "").strip()
     if not word:
         return None

@@ -8,6 +8,7 @@ count as said together. Headings and the title line are read with store.structur
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from typing import Sequence
@@ -109,11 +110,15 @@ def body_skip(title: str, lines: Sequence[str], heading_max_chars: int) -> int:
     return 0 if skip and is_heading(lines[skip - 1], heading_max_chars) else skip
 
 
+# Page titles whose is_question_title answer a process keeps (a few deployments' pages).
+_TITLES_KEPT = 65_536
 # A title that asks (治療方針はどのように決まりますか？ / 副作用について教えてください) or is
 # numbered as a question (Q14, Q.3, 問5): the page is the guideline's answer to that one question.
 _QUESTION_TITLE = re.compile(r"(?:[?？]|か|ください|たい|とは)[。.\s]*$|" + QUESTION_NUMBER.pattern)
 
 
+@functools.lru_cache(maxsize=_TITLES_KEPT)
 def is_question_title(title: str) -> bool:
-    """Whether a page title is a question (a Q&A page answers one question as a whole)."""
+    """Whether a page title is a question (a Q&A page answers one question as a whole).
+    Kept per title: the answer stage asks it of its passages' pages on every answer."""
     return bool(_QUESTION_TITLE.search(unicodedata.normalize("NFKC", title or "").strip()))
