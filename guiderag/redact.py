@@ -103,25 +103,36 @@ def _redact_one_url(url: str) -> str:
     return f"{scheme}://{MASK + '@' if userinfo is not None else ''}{after}"
 
 
+def _may_hold_secret(text: str) -> bool:
+    """Whether a URL in `text` could carry a credential: only a userinfo ("@"), a query ("?")
+    or a fragment ("#") can hold one."""
+    return "@" in text or "?" in text or "#" in text
+
+
 def _redact_match(m: re.Match[str]) -> str:
     """A URL found in running text, redacted; the sentence's punctuation after it (a ":",
     ")", ".") is kept outside the mask (at worst it tells that a secret ended in one)."""
     url = m.group(0)
-    if "@" not in url and "?" not in url and "#" not in url:
+    if not _may_hold_secret(url):
         return url  # no userinfo, query or fragment: nothing to mask (the common case, a page URL)
     trail = _TRAILING_PUNCTUATION.search(url)
     end = trail.start() if trail else len(url)
     return _redact_one_url(url[:end]) + url[end:]
 
 
+def _redact_urls(text: str) -> str:
+    """`text` with the credentials of its URLs masked. A text in which no URL could hold one
+    (_may_hold_secret: an answer's audit JSON, Japanese with ？, mostly) is not scanned."""
+    if "://" not in text or not _may_hold_secret(text):
+        return text
+    return _URL.sub(_redact_match, text)
+
+
 def redact(text: str) -> str:
     """`text` with every credential of every URL (and connection string) in it replaced by ***."""
     if not text:
         return text
-    # _redact_match changes only a URL holding "@", "?" or "#": a text with none of them has
-    # no URL to change, and is not scanned (an answer's audit JSON, Japanese with ？, mostly)
-    if "://" in text and ("@" in text or "?" in text or "#" in text):
-        text = _URL.sub(_redact_match, text)
+    text = _redact_urls(text)
     if "assword" in text.lower():
         text = _CONNINFO.sub(lambda m: m.group("name") + MASK, text)
     if "sk-" in text:
