@@ -3,6 +3,8 @@ sparse matrices of retrieval.index and the line analyses of retrieval.lines (fro
 MeCab parse of each text), then saved by retrieval.persist."""
 from __future__ import annotations
 
+import contextlib
+import gc
 import multiprocessing
 import operator
 import os
@@ -322,6 +324,29 @@ def build_data(
     progress: ProgressReporter = QUIET,
 ) -> IndexData:
     """Analyse every page once and build the matrices and the line analyses in memory."""
+    with _cycle_collector_paused():
+        return _build_data(pages, corpus_version, config, analyzer, progress)
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while the build runs (in its forked workers too): the
+    build makes no reference cycles, and each full collection rescans every container it
+    has made so far (10,000 pages in one process: 19 full collections, 3.35 s of 60.7 s
+    CPU). The collector's state is restored after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build_data(
+    pages: Sequence[PageVersion], corpus_version: str, config: RetrievalConfig, analyzer: Analyzer,
+    progress: ProgressReporter,
+) -> IndexData:
     term_vocab: dict[str, int] = {}
     bigram_vocab: dict[str, int] = {}
     pt, pb = RowBlocks(), RowBlocks()  # passages

@@ -320,3 +320,40 @@ def test_the_text_cache_changes_nothing_in_the_built_index(workers, monkeypatch)
         assert np.array_equal(getattr(whole.lines, name), getattr(small.lines, name)), name
     assert whole.lines.flat == small.lines.flat and whole.lines.extra_terms == small.lines.extra_terms
     assert whole.lines.n_texts == sum(1 + len(p.lines) for p in pages)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_build_pauses_the_cycle_collector_and_restores_it(enabled, monkeypatch):
+    """The cycle collector is off while the build runs (full collections would rescan all
+    it has made) and back as it was after, also when the build fails half-way."""
+    import gc
+
+    from guiderag.retrieval import build as index
+    from guiderag.retrieval.bench import generate_corpus
+    from guiderag.settings import Settings
+
+    pages = generate_corpus(6, 1).pages
+    config = dataclasses.replace(Settings().replace(progress=False).retrieval, index_workers=1)
+    analyzer = index.make_analyzer(config)
+    seen: list[bool] = []
+    stack = index.stack_csc
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return stack(*args, **kwargs)
+
+    def failing(*args, **kwargs):
+        raise MemoryError("stack_csc")
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        monkeypatch.setattr(index, "stack_csc", watched)
+        assert index.build_data(pages, "v", config, analyzer).n_pages == 6
+        assert seen == [False, False] and gc.isenabled() is enabled
+        monkeypatch.setattr(index, "stack_csc", failing)
+        with pytest.raises(MemoryError):
+            index.build_data(pages, "v", config, analyzer)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
