@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
@@ -44,6 +45,8 @@ FOREIGN_SCHEMA = ("no such table", "no such column")
 
 # How long a statement waits for another connection's write lock before SQLITE_BUSY.
 BUSY_TIMEOUT_S = 30.0
+# The first and the longest pause between two tries of a switch to WAL (_switch_to_wal).
+WAL_RETRY_FIRST_S, WAL_RETRY_MAX_S = 0.005, 0.1
 
 # SQLite's messages for the codes, for an error raised without its code.
 _MESSAGES = (("malformed", SQLITE_CORRUPT), ("not a database", SQLITE_NOTADB), ("disk is full", SQLITE_FULL),
@@ -218,8 +221,33 @@ class GuardedConnection(sqlite3.Connection):
         return COLUMN_TYPES[kind]
 
     def prepare_writes(self) -> None:
-        self.execute("PRAGMA journal_mode=WAL")
+        self._switch_to_wal()
         self.execute("PRAGMA synchronous=NORMAL")
+
+    def _switch_to_wal(self) -> None:
+        """PRAGMA journal_mode=WAL, tried again while the file is busy, for up to
+        BUSY_TIMEOUT_S like any statement. Switching a file that is not in WAL mode yet (an
+        old store, a new one) reads its header and then asks for the write lock without
+        SQLite's busy handler: while another connection writes to it, or switches it too
+        (two processes opening it at once), the switch fails at once with "database is
+        locked"."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        pause = WAL_RETRY_FIRST_S
+        while True:
+            cursor = sqlite3.Cursor(self)  # not GuardedCursor: the retry needs SQLite's code
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL").fetchall()
+                return
+            except sqlite3.DatabaseError as exc:
+                if _code(exc) == SQLITE_BUSY and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(2 * pause, WAL_RETRY_MAX_S)
+                    continue
+                if is_store_failure(exc):
+                    raise describe(self.location, exc) from exc
+                raise
+            finally:
+                cursor.close()
 
     def check_integrity(self) -> None:
         problems = [str(r[0]) for r in self.execute("PRAGMA quick_check(3)")]

@@ -147,6 +147,31 @@ def test_two_processes_opening_an_old_store_at_once_migrate_it_once(tmp_path: Pa
         assert len(store.guidelines()) == 1
 
 
+def test_opening_an_old_store_while_another_connection_writes_to_it_waits_for_it(tmp_path: Path) -> None:
+    """Switching a store that is not in WAL mode yet asks for SQLite's write lock without its
+    busy handler: the open waits for another connection's write (here 0.3 s), as any
+    statement does, instead of failing at once with "database is locked" (which also hit
+    two processes opening an old store at once)."""
+    import time
+
+    db = old_store(tmp_path / "old.db")
+    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO meta VALUES ('written', 'by another connection')")
+    done = threading.Timer(0.3, other.execute, ("COMMIT",))
+    started = time.monotonic()
+    done.start()
+    try:
+        with Store(db) as store:
+            waited = time.monotonic() - started
+            assert store.get_meta("written") == "by another connection"
+            assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        done.join()
+        other.close()
+    assert waited >= 0.25
+
+
 def test_a_read_only_open_writes_nothing_and_wants_a_current_schema(tmp_path: Path) -> None:
     db = old_store(tmp_path / "old.db")
     before = digest(db)
