@@ -221,7 +221,7 @@ class GuardedConnection(sqlite3.Connection):
         return COLUMN_TYPES[kind]
 
     def prepare_writes(self) -> None:
-        self._switch_to_wal()
+        _guarded(self.location, self._switch_to_wal)
         self.execute("PRAGMA synchronous=NORMAL")
 
     def _switch_to_wal(self) -> None:
@@ -230,7 +230,7 @@ class GuardedConnection(sqlite3.Connection):
         old store, a new one) reads its header and then asks for the write lock without
         SQLite's busy handler: while another connection writes to it, or switches it too
         (two processes opening it at once), the switch fails at once with "database is
-        locked"."""
+        locked". SQLite's own errors are raised (prepare_writes describes them)."""
         deadline = time.monotonic() + BUSY_TIMEOUT_S
         pause = WAL_RETRY_FIRST_S
         while True:
@@ -238,16 +238,13 @@ class GuardedConnection(sqlite3.Connection):
             try:
                 cursor.execute("PRAGMA journal_mode=WAL").fetchall()
                 return
-            except sqlite3.DatabaseError as exc:
-                if _code(exc) == SQLITE_BUSY and time.monotonic() + pause < deadline:
-                    time.sleep(pause)
-                    pause = min(2 * pause, WAL_RETRY_MAX_S)
-                    continue
-                if is_store_failure(exc):
-                    raise describe(self.location, exc) from exc
-                raise
+            except sqlite3.OperationalError as exc:
+                if _code(exc) != SQLITE_BUSY or time.monotonic() + pause >= deadline:
+                    raise
             finally:
                 cursor.close()
+            time.sleep(pause)
+            pause = min(2 * pause, WAL_RETRY_MAX_S)
 
     def check_integrity(self) -> None:
         problems = [str(r[0]) for r in self.execute("PRAGMA quick_check(3)")]
