@@ -100,6 +100,7 @@ class ChannelSums:
         self.columns = columns
         self.head = columns.head
         self.n_rows = columns.matrix.shape[0]
+        self.n_spans = self.n_rows - self.head
         self.mass = sum(x.mass for x in specs)
         self.lin_cols: list[int] = []
         lin_w: list[float] = []

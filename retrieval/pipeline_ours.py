@@ -44,7 +44,7 @@ from .lines import ComputedLines, StoredLines
 from .passages import is_question_title
 from .query import PARTS_JOIN, Parsed, Query, QueryBuilder, Slot, parse_query
 from .slots import copied
-from .top import best_first
+from .top import Ranking, best_runs
 from .result import Candidate, Passage, RetrievalResult
 from . import scoring, topic
 from .retriever import Retriever, Slots
@@ -233,18 +233,18 @@ class OursRetriever(Retriever):
         threshold = self.config.threshold
         top = hits.top
         thresholds = self._thresholds()
-        keep = hits.scores >= scoring.at_rows(thresholds, hits.rows)
-        cleared = bool(keep.any())
+        above, values = hits.reaching(thresholds)
+        cleared = bool(len(above))
         floor = self.config.reference_floor
         if not cleared and floor > 0:
             # nothing cleared the threshold: the passages over the floor are the reference the
             # coverage decision weighs (chatbot.coverage_decision), which refuses most of them;
             # Hits lists every one of them then (PassageScorer.query_hits's floor)
-            keep = hits.scores >= floor
-        above, values = hits.rows[keep], hits.scores[keep]
-        candidates, total = self._candidates(above, values)
+            above, values = hits.reaching(floor)
+        ranking = Ranking(values)
+        candidates, total = self._candidates(above, ranking)
         # only the best few can fill the reference: no need to sort them all
-        order = best_first(values, MAX_PASSAGES_CONSIDERED)
+        order = ranking.head(MAX_PASSAGES_CONSIDERED)
         passages = self._reference(above[order], values[order])
         notes: list[str] = []
         if not cleared:
@@ -316,21 +316,15 @@ class OursRetriever(Retriever):
                 out.append(k)
         return out
 
-    def _candidates(self, above: np.ndarray, values: np.ndarray) -> tuple[list[Candidate], int]:
+    def _candidates(self, above: np.ndarray, ranking: Ranking) -> tuple[list[Candidate], int]:
         """The best config.max_candidates pages with a passage above the threshold (by
         their best passage's score), and how many pages cleared it in all. `above` (the
-        passages, ascending) and `values` (their scores) are aligned."""
+        passages, ascending) and the ranking of their scores are aligned."""
         if not len(above):
             return [], 0
         # `above` ascends, and so do the passages' pages (retrieval.build): each page's
-        # passages are a run, whose best score one reduceat takes
-        page_of = self.data.passage_page[above]
-        starts = np.flatnonzero(np.concatenate(([True], page_of[1:] != page_of[:-1])))
-        rows = page_of[starts].astype(np.int64)
-        best = np.maximum.reduceat(values, starts)
-        total = len(rows)
-        order = best_first(best, max(1, self.config.max_candidates))
-        rows, best = rows[order], best[order]
+        # passages are a run (retrieval.top.best_runs)
+        rows, best, total = best_runs(self.data.passage_page[above], ranking, max(1, self.config.max_candidates))
         at = rows.tolist()
         # made in C, field tuples zipped and cast (no Python-level step per candidate)
         fields = zip(map(self._urls.__getitem__, at), map(self._titles.__getitem__, at), best.tolist(), at)

@@ -34,10 +34,23 @@ class SpanRanges:
     def table(self, values: np.ndarray) -> np.ndarray:
         """The sparse table of `values`, its levels end to end: level k holds max(values[i ..
         i + 2**k - 1]) for every i, k = 0 .. top (level 0: the values), then one 0."""
-        n = len(values)
-        sizes = [max(n - (1 << k) + 1, 0) for k in range(self.top + 1)]  # runs of 2**k spans
-        out = np.empty(sum(sizes) + 1, dtype=values.dtype)
-        out[:n] = values
+        out = self.empty_table(len(values), values.dtype)
+        out[:len(values)] = values
+        return self.fill(out, len(values))
+
+    def empty_table(self, n: int, dtype: np.dtype | type = np.float32) -> np.ndarray:
+        """A table's memory for n values, to write them into its first n places (level 0)
+        and `fill`: the values made there need no copy."""
+        return np.empty(sum(self._sizes(n)) + 1, dtype=dtype)
+
+    def _sizes(self, n: int) -> list[int]:
+        """Each level's length in a table of n values: its runs of 2**k spans."""
+        return [max(n - (1 << k) + 1, 0) for k in range(self.top + 1)]
+
+    def fill(self, out: np.ndarray, n: int) -> np.ndarray:
+        """The sparse table (`table`) of the n values in out's first places, made in `out`
+        (from empty_table)."""
+        sizes = self._sizes(n)
         out[-1] = 0
         at = 0
         for k in range(1, self.top + 1):

@@ -81,7 +81,7 @@ import numpy as np
 from guiderag.scopes import RetrievalConfig
 
 from .channel_sums import ChannelSums, Columns, SlotSpec, rows_holding
-from .hits import Hits
+from .hits import Hits, PerPassage, at_rows
 from .index import IndexData
 from .query import Query, Slot
 from .range_max import SpanRanges, range_max
@@ -115,15 +115,6 @@ TOP_FIRST = 16
 # spans are many enough to sum every span), every passage's best span is taken at once
 # (PassageScorer._best_spans).
 ALL_RANGES_SHARE = 4
-
-# A value per passage (a threshold, a page weight): an array, or one number for every passage.
-PerPassage = np.ndarray | np.floating | float
-
-
-def at_rows(values: PerPassage, rows: np.ndarray) -> PerPassage:
-    """The values of the passages `rows`: the array's, or the one number of every passage."""
-    return values[rows] if isinstance(values, np.ndarray) else values
-
 
 @dataclass
 class _Channel:
@@ -161,7 +152,13 @@ class _Mix:
     def span_table(self, ranges: SpanRanges) -> np.ndarray:
         """The sparse table of `all_spans` for these ranges (made once)."""
         if self._table is None:
-            self._table = ranges.table(self.all_spans())
+            if self._all_spans is None:  # made in the table's first level: no copy
+                n = self.n_spans()
+                self._table = ranges.empty_table(n)
+                self.all_spans(self._table[:n])
+                ranges.fill(self._table, n)
+            else:
+                self._table = ranges.table(self._all_spans)
         return self._table
 
     def of_page(self, page_runs: np.ndarray) -> np.ndarray:
@@ -185,16 +182,21 @@ class _Mix:
             out += share * sums.spans(rows)
         return out
 
-    def all_spans(self) -> np.ndarray:
-        """The presence shares of every line span, both channels mixed (made once)."""
+    def n_spans(self) -> int:
+        """How many line spans the index has (0 when no channel reads them)."""
+        return self.spans[0][1].n_spans if self.spans else 0
+
+    def all_spans(self, into: np.ndarray | None = None) -> np.ndarray:
+        """The presence shares of every line span, both channels mixed (made once; in
+        `into`, n_spans places, when given)."""
         if self._all_spans is None:
             out = None
             for share, sums in self.spans:
-                part = share * sums.all_spans()
+                values = sums.all_spans()
                 if out is None:
-                    out = part
+                    out = share * values if into is None else np.multiply(values, share, out=into)
                 else:
-                    out += part
+                    out += share * values
             self._all_spans = np.zeros(0, dtype=np.float32) if out is None else out
         return self._all_spans
 
@@ -447,16 +449,15 @@ class PassageScorer:
         bound = self._scores(mix, None, factor=False)
         cut: PerPassage = thresholds
         wanted = bound >= cut
-        rows = np.flatnonzero(wanted)
-        scores = self._scores(mix, rows)
-        if floor > 0 and not np.any(scores >= at_rows(thresholds, rows)):
+        hits = self._listed(mix, np.flatnonzero(wanted))
+        if floor > 0 and not len(hits.reaching(thresholds)[0]):
             cut = floor
             wanted = bound >= cut
-            rows = np.flatnonzero(wanted)
-            scores = self._scores(mix, rows)
+            hits = self._listed(mix, np.flatnonzero(wanted), hits.every)
+        if hits.top >= np.max(cut):
+            return hits  # every bound above the top reached its cut: listed
+        rows, scores, every = hits.rows, hits.scores, hits.every
         top = float(scores.max()) if len(scores) else 0.0
-        if top >= np.max(cut):
-            return Hits(rows, scores, mix.unknown)  # every bound above the top reached its cut: in rows
         # the top one, when it is below its threshold: the passages with the best bounds,
         # more of them each round, until no other bound beats the best score found
         left = np.flatnonzero((bound > top) & ~wanted)
@@ -468,7 +469,7 @@ class PassageScorer:
                 first, left = left[order[:size]], left[order[size:]]
             else:
                 first, left = left, left[:0]
-            best = self._scores(mix, first)
+            best = every.take(first) if every is not None else self._scores(mix, first)
             found_rows.append(first)
             found_scores.append(best)
             top = max(top, float(best.max()))
@@ -478,7 +479,17 @@ class PassageScorer:
             rows, scores = np.concatenate(found_rows), np.concatenate(found_scores)
             order = np.argsort(rows, kind="stable")
             rows, scores = rows[order], scores[order]
-        return Hits(rows, scores, mix.unknown)
+        return Hits(rows, scores, mix.unknown, every)
+
+    def _listed(self, mix: _Mix, rows: np.ndarray, every: np.ndarray | None = None) -> Hits:
+        """The exact scores of the passages `rows`, as Hits. When they are most passages,
+        every passage's is computed (`_scores` would read theirs off every passage's
+        anyway) and kept in the Hits, which reads the listed ones off it."""
+        if every is None and len(rows) * ALL_RANGES_SHARE > self.data.n_passages:
+            every = self._scores(mix, None)
+        if every is not None:
+            return Hits(rows, None, mix.unknown, every)
+        return Hits(rows, self._scores(mix, rows), mix.unknown)
 
     def query_scores(self, query: Query) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """(passage scores, page scores, unknown terms) of one Query (the module docstring),

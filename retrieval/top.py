@@ -43,3 +43,53 @@ def largest(values: np.ndarray, k: int) -> np.ndarray:
     over = at[sub > kth]
     ties = at[sub == kth][: k - len(over)]
     return np.sort(np.concatenate([over, ties]))
+
+
+class Ranking:
+    """The positions of `values`, largest first (best_first), found only as far as asked:
+    the head of m positions is the first m of any longer head, so the longest asked for
+    is kept and cut (the candidate pages and the reference read one ranking)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self._head = np.empty(0, dtype=np.int64)
+
+    def head(self, m: int) -> np.ndarray:
+        """Positions of the m largest values (all when fewer), largest first, ties earliest first."""
+        if m > len(self._head) and len(self._head) < len(self.values):
+            self._head = best_first(self.values, m)
+        return self._head[:max(m, 0)]
+
+
+# The best runs are first looked for among this many times k of the largest values.
+_RUNS_PROBE = 4
+
+
+def best_runs(keys: np.ndarray, ranking: Ranking, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The k keys whose best value is largest, best first (equal bests: the lower key
+    first), their best values, and how many distinct keys there are; `keys` ascend, so
+    each key's values (ranking.values) are one run (a page's passages). The largest
+    values are read first, a few times k of them, more while they hold fewer than k
+    keys: the first k distinct keys in the ranking are those of the best runs, each met
+    at its best value. Only when the largest values are most of them is every run's
+    maximum taken."""
+    values = ranking.values
+    if not len(keys):
+        return keys[:0], values[:0], 0
+    new = keys[1:] != keys[:-1]
+    total = 1 + int(np.count_nonzero(new))
+    if k <= 0:
+        return keys[:0], values[:0], total
+    m = _RUNS_PROBE * k
+    while total > k and m * 2 <= len(values):
+        order = ranking.head(m)
+        met = keys[order]
+        _, first = np.unique(met, return_index=True)
+        if len(first) >= k:
+            first = np.sort(first)[:k]
+            return met[first], values[order[first]], total
+        m *= _RUNS_PROBE
+    starts = np.flatnonzero(np.concatenate(([True], new)))
+    best = np.maximum.reduceat(values, starts)
+    order = best_first(best, k)
+    return keys[starts[order]], best[order], total

@@ -278,6 +278,7 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
                               guideline="default")
     thresholds = retriever._thresholds()
     above_any = below_any = 0
+    kinds: set[bool] = set()
     # a corpus word among words the corpus never uses: a score below the threshold, over the floor
     diluted = [q + extra for q in corpus.queries[:10] for extra in ("火山", "火山と噴火", "火山と噴火と深海")]
     for question in [*corpus.queries, "存在しない語彙ばかりの質問です", *diluted]:
@@ -290,6 +291,11 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         assert np.array_equal(hits.dense(len(every))[reaching], every[reaching])
         assert np.array_equal(hits.scores, every[hits.rows])  # a listed score is exact
         assert hits.top == float(every.max()) and hits.unknown == unknown
+        # what the search reads (Hits.reaching): off the listed scores, or off every
+        # passage's when the scorer computed them all
+        got_rows, got_scores = hits.reaching(thresholds)
+        assert np.array_equal(got_rows, reaching) and np.array_equal(got_scores, every[reaching]), question
+        kinds.add(hits.every is not None)
         above_any += len(reaching)
         # below the threshold, the reference floor (settings.retrieval.reference_floor): when no passage
         # reaches its threshold, every passage over the floor is listed, exactly
@@ -301,8 +307,12 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
             over = np.flatnonzero(every >= floor)
             assert np.array_equal(low.rows[low.scores >= floor], over), question
             assert np.array_equal(low.scores, every[low.rows]) and low.top == float(every.max())
+            assert not len(low.reaching(thresholds)[0])
+            got_rows, got_scores = low.reaching(floor)
+            assert np.array_equal(got_rows, over) and np.array_equal(got_scores, every[over]), question
             below_any += len(over)
     assert above_any > 0 and below_any > 0
+    assert kinds == {True, False}  # both ways of reading them were taken
 
 
 # --- the stored line analyses (retrieval.lines) -------------------------------------------
