@@ -2,16 +2,18 @@
 
 The search orders the passages above the threshold and the candidate pages this way. With
 tens of thousands of passages above the threshold (common words at 10,000 pages) and a
-few hundred wanted, the k largest are found among a few candidates: the least of the
-maxima of k or more runs of the values bounds the k-th largest from below (each run's
-maximum is one value at least that large), so only the values reaching it are
-partitioned.
+few hundred wanted, the k largest are found among a few candidates: the k-th largest of
+the maxima of 4k groups of the values bounds the k-th largest value from below (k groups
+each hold a value at least that large), so only the values reaching it are partitioned.
+Groups of interleaved values (every 4k-th) spread a page's run of high scores over many
+groups: the bound is tighter than with contiguous runs, and one elementwise pass finds it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-# A partition of fewer values than this many times k is not worth bounding first.
+# A partition of fewer values than this many times k is not worth bounding first; and the
+# number of groups (times k) whose maxima bound the k-th largest.
 _BOUND_FROM = 4
 
 
@@ -33,8 +35,12 @@ def largest(values: np.ndarray, k: int) -> np.ndarray:
     to the k-th largest, the earliest."""
     n = len(values)
     if n >= _BOUND_FROM * k:
-        run = n // k  # n // run >= k runs
-        floor = np.maximum.reduceat(values, np.arange(0, n, run)).min()
+        # the k-th largest of the maxima of _BOUND_FROM * k groups of the values: k groups
+        # hold a value that large. Group g is every value at g + i * groups (the last few
+        # values in no group): the maxima are one elementwise pass over rows of the values.
+        groups = _BOUND_FROM * k
+        maxima = values[:n // groups * groups].reshape(-1, groups).max(axis=0)
+        floor = np.partition(maxima, groups - k)[groups - k]
         at = np.flatnonzero(values >= floor)
     else:
         at = np.arange(n)
