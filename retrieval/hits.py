@@ -46,6 +46,13 @@ class Hits:
         values = self.every if self.every is not None else self.scores
         return float(values.max()) if len(values) else 0.0
 
+    def reaches(self, cut: PerPassage) -> bool:
+        """Whether any passage's score reaches `cut` (as `reaching` finds them, without
+        listing them)."""
+        if self.every is not None:
+            return bool(np.any(self.every >= cut))
+        return bool(np.any(self.scores >= at_rows(cut, self.rows)))
+
     def reaching(self, cut: PerPassage) -> tuple[np.ndarray, np.ndarray]:
         """The listed passages whose score reaches `cut` (one, or one per passage), ascending,
         and their scores; `cut` no lower than the threshold the list was made for. With

@@ -450,7 +450,7 @@ class PassageScorer:
         cut: PerPassage = thresholds
         wanted = bound >= cut
         hits = self._listed(mix, np.flatnonzero(wanted))
-        if floor > 0 and not len(hits.reaching(thresholds)[0]):
+        if floor > 0 and not hits.reaches(thresholds):
             cut = floor
             wanted = bound >= cut
             hits = self._listed(mix, np.flatnonzero(wanted), hits.every)

@@ -295,6 +295,10 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
         # passage's when the scorer computed them all
         got_rows, got_scores = hits.reaching(thresholds)
         assert np.array_equal(got_rows, reaching) and np.array_equal(got_scores, every[reaching]), question
+        assert hits.reaches(thresholds) == bool(len(reaching)), question
+        if len(reaching):  # a cut at the top score is reached, the next float above it not
+            best = np.float32(hits.top)
+            assert hits.reaches(best) and not hits.reaches(np.nextafter(best, np.float32(2))), question
         kinds.add(hits.every is not None)
         above_any += len(reaching)
         # below the threshold, the reference floor (settings.retrieval.reference_floor): when no passage
@@ -307,7 +311,8 @@ def test_the_searched_scores_are_the_scores_of_every_passage(seed: int, override
             over = np.flatnonzero(every >= floor)
             assert np.array_equal(low.rows[low.scores >= floor], over), question
             assert np.array_equal(low.scores, every[low.rows]) and low.top == float(every.max())
-            assert not len(low.reaching(thresholds)[0])
+            assert not len(low.reaching(thresholds)[0]) and not low.reaches(thresholds)
+            assert low.reaches(floor) == bool(len(over)), question
             got_rows, got_scores = low.reaching(floor)
             assert np.array_equal(got_rows, over) and np.array_equal(got_scores, every[over]), question
             below_any += len(over)
