@@ -84,8 +84,11 @@ def render(
     for pick in picks:
         if chosen and used >= budget:
             break  # full: a line costs at least 2 (a letter and its newline), none fits any more
-        if pick.key in chosen or not pick.page.line(pick.line).strip():
+        text = pick.page.line(pick.line)
+        if pick.key in chosen or not text.strip():
             continue
+        if chosen and used + len(text) > budget:
+            continue  # the line alone does not fit, and every option holds it: none fits
         page = pick.page
         extras: list[int] = []
         if with_context:
