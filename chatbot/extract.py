@@ -33,11 +33,11 @@ from guiderag.retrieval.passages import is_question_title
 from guiderag.retrieval.result import Passage
 from guiderag.retrieval.retriever import Slots
 from guiderag.store import PageVersion, structure
-from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item, title_line
+from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item
 
 from .answer import ShownPassage
 from .answer_type import asked_kinds
-from .shown import Pick, TitleLines, context_line, line_key, render
+from .shown import Pick, TitleLines, context_line, line_key, page_title_line, render
 
 Analyze = Callable[[str], Sequence[str]]
 # Slots: the retriever's query slots (retrieval.retriever): (mass, {corpus term: lambda}) per
@@ -376,8 +376,10 @@ def extract(
         key=lambda sl: (-sl.score * (max(rank_of.get(_page_key(sl.pick.page), sl.pick.score), 0.0) / top)
                         ** PASSAGE_RANK_POWER, sl.order),
     )
-    positive = [sl.pick for sl in ranked if not heading(sl.pick)]
-    headings = [sl.pick for sl in ranked if heading(sl.pick)]
+    positive: list[Pick] = []
+    headings: list[Pick] = []
+    for sl in ranked:
+        (headings if heading(sl.pick) else positive).append(sl.pick)
     ordered = first + positive or headings or [scored[0].pick]
     ordered = _with_list_items(ordered, heading_max_chars)
     # Fillers: the lines around the best ones (an answer often runs on to the next line).
@@ -399,7 +401,7 @@ def _lead_line(scored: Sequence[ScoredLine], page: PageVersion, heading: Callabl
     that line is not a heading itself; else None. The page's title line is no such heading."""
     own = [sl for sl in scored if _page_key(sl.pick.page) == _page_key(page)]
     best = max((sl.overlap for sl in own if not heading(sl.pick)), default=0.0)
-    title = title_line(page.title, page.lines)
+    title = page_title_line(page)
     for sl in sorted(own, key=lambda sl: sl.pick.line):
         n = sl.pick.line
         if n == title or not heading(sl.pick) or sl.overlap <= 0 or sl.overlap < best:

@@ -9,6 +9,7 @@ consecutive lines of a page.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -37,10 +38,24 @@ def line_key(page: PageVersion, number: int) -> tuple[str, int, int]:
     return (page.url, page.version, number)
 
 
+# Pages whose title line is kept across answers (the same pages answer question after question).
+_TITLE_LINES_KEPT = 4096
+
+
+@functools.lru_cache(maxsize=_TITLE_LINES_KEPT)
+def _title_line(title: str, lines: tuple[str, ...]) -> int:
+    return title_line(title, lines)
+
+
+def page_title_line(page: PageVersion) -> int:
+    """The page's title line (store.structure.title_line), kept by its title and lines."""
+    return _title_line(page.title, page.lines)
+
+
 class TitleLines:
-    """Each page's title line (store.structure.title_line), looked for once per answer. Kept
-    by the page object, not its URL and version: the sections of a PDF document share both,
-    each with a title and lines of its own (pages outlive the answer that holds this)."""
+    """Each page's title line (page_title_line), looked up once per answer. Kept by the page
+    object, not its URL and version: the sections of a PDF document share both, each with
+    a title and lines of its own (pages outlive the answer that holds this)."""
 
     def __init__(self) -> None:
         self._at: dict[int, int] = {}
@@ -48,7 +63,7 @@ class TitleLines:
     def __call__(self, page: PageVersion) -> int:
         at = self._at.get(id(page))
         if at is None:
-            at = self._at[id(page)] = title_line(page.title, page.lines)
+            at = self._at[id(page)] = page_title_line(page)
         return at
 
 
