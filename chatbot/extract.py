@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from guiderag.retrieval.normalize import normalize
 from guiderag.retrieval.answer_kinds import mask
@@ -67,8 +66,9 @@ PASSAGE_RANK_POWER = 2.0
 CONTEXT_WEIGHT = 0.5
 
 
-@dataclass(frozen=True)
-class ScoredLine:
+class ScoredLine(NamedTuple):
+    """A reference line's score for the question (score_lines)."""
+
     pick: Pick
     score: float
     overlap: float  # weighted share of the question's terms found in the line

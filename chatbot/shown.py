@@ -10,8 +10,7 @@ consecutive lines of a page.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from guiderag.store import PageVersion
 from guiderag.store import structure
@@ -20,9 +19,9 @@ from guiderag.store.structure import HEADING_MAX_CHARS, title_line
 from .answer import ShownPassage
 
 
-@dataclass(frozen=True)
-class Pick:
-    """One stored line chosen for the answer, with the score of the passage it came from."""
+class Pick(NamedTuple):
+    """One stored line chosen for the answer, with the score of the passage it came from (a
+    named tuple: an answer makes one per reference line)."""
 
     page: PageVersion
     line: int
