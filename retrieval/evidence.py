@@ -110,6 +110,9 @@ class _IndexCache:
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
         self.page_lines: dict[int, dict[int, tuple[int, ...]]] = {}
+        # where each column's entries in the page rows lie (found on the column's first use;
+        # written alike by any thread)
+        self.page_entries: dict[int, tuple[int, int]] = {}
 
 
 _CACHES: dict[int, tuple[weakref.ref, _IndexCache]] = {}
@@ -166,10 +169,13 @@ def _line_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> dict[
 def _page_rows(cache: _IndexCache, col: int) -> tuple[np.ndarray, np.ndarray]:
     """The pages holding column `col` (page rows, sorted) and its value on each of them."""
     m = cache.matrix
-    lo, hi = int(m.indptr[col]), int(m.indptr[col + 1])
-    held = m.indices[lo:hi]
-    a, b = np.searchsorted(held, (cache.first, cache.stop))
-    return held[a:b] - cache.first, m.data[lo + a:lo + b]
+    found = cache.page_entries.get(col)
+    if found is None:
+        lo = int(m.indptr[col])
+        a, b = np.searchsorted(m.indices[lo:int(m.indptr[col + 1])], (cache.first, cache.stop))
+        found = cache.page_entries[col] = (lo + int(a), lo + int(b))
+    a, b = found
+    return m.indices[a:b] - cache.first, m.data[a:b]
 
 
 def query_evidence(retriever: OursRetriever, question: str, result: RetrievalResult,
