@@ -30,6 +30,7 @@ class Hits:
         self._scores = scores
         self.unknown = unknown
         self.every = every
+        self._top: float | None = None
 
     @property
     def scores(self) -> np.ndarray:
@@ -42,9 +43,12 @@ class Hits:
     @property
     def top(self) -> float:
         """The best score of any passage (0 when none scores). With `every`, its maximum:
-        a passage not listed scores at most the top one."""
-        values = self.every if self.every is not None else self.scores
-        return float(values.max()) if len(values) else 0.0
+        a passage not listed scores at most the top one. Found once: the scorer and the
+        search both ask."""
+        if self._top is None:
+            values = self.every if self.every is not None else self.scores
+            self._top = float(values.max()) if len(values) else 0.0
+        return self._top
 
     def reaches(self, cut: PerPassage) -> bool:
         """Whether any passage's score reaches `cut` (as `reaching` finds them, without
