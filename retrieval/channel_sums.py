@@ -63,33 +63,48 @@ def add_column(out: np.ndarray, rows: np.ndarray, values: np.ndarray, weight: np
 
 class Columns:
     """A channel's matrix (the ROW LAYOUT, CSC, sorted rows) and what every question's
-    sums read of it: where each column's head entries end and its span entries begin
-    (found on a column's first use, kept), and a run of ones as long as the longest
-    column (presence is a column's entries read as 1). One per channel and index, shared
-    by every question (the kept ends are written once each, the same by any thread)."""
+    sums read of it: where each column's entries of each level (passages, pages, line
+    spans) lie (found on a column's first use, kept), and a run of ones as long as the
+    longest column (presence is a column's entries read as 1). One per channel and index,
+    shared by every question and by retrieval.evidence (the kept places are written once
+    each, the same by any thread)."""
 
-    def __init__(self, matrix: sp.csc_matrix, head: int) -> None:
+    def __init__(self, matrix: sp.csc_matrix, n_passages: int, n_pages: int) -> None:
         self.matrix = matrix
-        self.head = head
+        self.pages_from = n_passages
+        self.head = n_passages + n_pages
         self.indptr = matrix.indptr
         self.indices = matrix.indices
         self.data = matrix.data
-        self._cut = np.full(matrix.shape[1], -1, dtype=np.int64)
+        # the two boundaries in the type of the row numbers: a column is searched as stored
+        self._levels = np.array((n_passages, self.head), dtype=matrix.indices.dtype)
+        # per column, where its page entries and its span entries begin (-1: not found yet)
+        self._page_at = np.full(matrix.shape[1], -1, dtype=np.int64)
+        self._span_at = np.full(matrix.shape[1], -1, dtype=np.int64)
         lengths = np.diff(matrix.indptr)
         self.ones = np.ones(int(lengths.max()) if len(lengths) else 0, dtype=matrix.dtype)
 
+    def _find(self, c: int) -> int:
+        """Find where column c's page entries and span entries begin; the latter."""
+        lo, hi = int(self.indptr[c]), int(self.indptr[c + 1])
+        pages, spans = (lo + np.searchsorted(self.indices[lo:hi], self._levels)).tolist()
+        self._page_at[c] = pages
+        self._span_at[c] = spans  # written last: a reader seeing it finds both
+        return spans
+
     def cut(self, c: int) -> int:
-        """Where column c's span entries begin (its head entries end)."""
-        at = int(self._cut[c])
-        if at < 0:
-            lo, hi = int(self.indptr[c]), int(self.indptr[c + 1])
-            at = lo + int(np.searchsorted(self.indices[lo:hi], self.head))
-            self._cut[c] = at
-        return at
+        """Where column c's span entries begin (its head entries, passages and pages, end)."""
+        at = int(self._span_at[c])
+        return at if at >= 0 else self._find(c)
 
     def bounds(self, c: int, head: bool) -> tuple[int, int]:
         """Where column c's entries in the head rows (`head`) or in the span rows lie."""
         return (int(self.indptr[c]), self.cut(c)) if head else (self.cut(c), int(self.indptr[c + 1]))
+
+    def page_bounds(self, c: int) -> tuple[int, int]:
+        """Where column c's entries in the page rows lie."""
+        spans = self.cut(c)
+        return int(self._page_at[c]), spans
 
 
 class ChannelSums:

@@ -101,18 +101,15 @@ class _IndexCache:
         data = retriever.data
         pages = data.rows("pages")
         self.first, self.stop = pages.start, pages.stop  # the page rows of the term matrix
+        # the term columns as the scorer reads them: where a column's page entries lie is
+        # found once, for both
+        self.columns = retriever.scorer.columns["terms"]
         m = data.terms
-        if not m.has_sorted_indices:  # pragma: no cover - the build and the loader sort them
-            m = m.sorted_indices()
-        self.matrix = m
         held = m.indices[(m.indices >= self.first) & (m.indices < self.stop)]
         self.lengths = np.bincount(held - self.first, minlength=data.n_pages)
         self.mean_length = float(self.lengths.mean()) if len(self.lengths) else 0.0
         self.titles: dict[int, frozenset[str]] = {}
         self.page_lines: dict[int, dict[int, tuple[int, ...]]] = {}
-        # where each column's entries in the page rows lie (found on the column's first use;
-        # written alike by any thread)
-        self.page_entries: dict[int, tuple[int, int]] = {}
 
 
 _CACHES: dict[int, tuple[weakref.ref, _IndexCache]] = {}
@@ -168,14 +165,9 @@ def _line_terms(retriever: OursRetriever, cache: _IndexCache, row: int) -> dict[
 
 def _page_rows(cache: _IndexCache, col: int) -> tuple[np.ndarray, np.ndarray]:
     """The pages holding column `col` (page rows, sorted) and its value on each of them."""
-    m = cache.matrix
-    found = cache.page_entries.get(col)
-    if found is None:
-        lo = int(m.indptr[col])
-        a, b = np.searchsorted(m.indices[lo:int(m.indptr[col + 1])], (cache.first, cache.stop))
-        found = cache.page_entries[col] = (lo + int(a), lo + int(b))
-    a, b = found
-    return m.indices[a:b] - cache.first, m.data[a:b]
+    columns = cache.columns
+    a, b = columns.page_bounds(col)
+    return columns.indices[a:b] - cache.first, columns.data[a:b]
 
 
 def query_evidence(retriever: OursRetriever, question: str, result: RetrievalResult,

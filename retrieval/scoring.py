@@ -247,8 +247,9 @@ class PassageScorer:
         self._passage_page = data.passage_page.astype(np.intp)
         self._has_spans = data.passage_span_end > data.passage_span_first
         self._ranges: SpanRanges | None = None  # the passages' span ranges, laid out (_best_spans)
-        head = data.n_passages + data.n_pages
-        self._columns = {"terms": Columns(data.terms, head), "bigrams": Columns(data.bigrams, head)}
+        # each channel's columns, shared with retrieval.evidence
+        self.columns = {"terms": Columns(data.terms, data.n_passages, data.n_pages),
+                        "bigrams": Columns(data.bigrams, data.n_passages, data.n_pages)}
 
     def slot_mass(self, slot: Slot) -> float:
         """q * idf of a slot (retrieval.query): its term's idf, else its best alternative's,
@@ -351,8 +352,8 @@ class PassageScorer:
         ws = SPAN_WEIGHT
         specs, unknown = self._term_specs(query)
         use = ws > 0
-        terms = self._channel(specs, unknown, self._columns["terms"], d, use)
-        grams = self._channel(self._bigram_specs(query), [], self._columns["bigrams"], d, use)
+        terms = self._channel(specs, unknown, self.columns["terms"], d, use)
+        grams = self._channel(self._bigram_specs(query), [], self.columns["bigrams"], d, use)
         wb = BIGRAM_WEIGHT
         passage = np.zeros(d.n_passages, dtype=np.float32)
         page = np.zeros(d.n_pages, dtype=np.float32)

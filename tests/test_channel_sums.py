@@ -100,7 +100,7 @@ def test_channel_sums_are_the_scipy_sums(index, channel: str, monkeypatch) -> No
     for _ in range(60):
         specs = _random_specs(rng, matrix, matrix.shape[0])
         want, want_present = reference_rows(matrix, specs)
-        sums = ChannelSums(Columns(matrix, head), specs)
+        sums = ChannelSums(Columns(matrix, data.n_passages, data.n_pages), specs)
         got, got_present = sums.head_rows(True)
         assert np.array_equal(got, want[:head]) and np.array_equal(got_present, want_present[:head])
         few = rng.choice(data.n_spans, size=12)  # unsorted, repeats: as a passage's ranges give them
@@ -170,3 +170,21 @@ def test_the_numpy_fallback_adds_a_column_as_scipys_loop_does(index, monkeypatch
     assert channel_sums._csc_matvec is None and (outs[0] > 0).sum() > 100
     assert np.array_equal(outs[0], outs[1])
     assert np.array_equal(outs[0], (matrix[:, cols] @ weights).astype(np.float32))
+
+
+def test_a_columns_levels_are_where_its_rows_lie(index) -> None:
+    """Columns.bounds and page_bounds: each column's entries in the head rows, the page rows
+    and the span rows are those whose row lies in the level (evidence reads the page rows)."""
+    _, _, _, data = index
+    for matrix in (data.terms, data.bigrams):
+        columns = Columns(matrix, data.n_passages, data.n_pages)
+        levels = {"head": slice(0, data.n_passages + data.n_pages), "pages": data.rows("pages"), "spans": data.rows("spans")}
+        seen = 0
+        for c in np.argsort(-np.diff(matrix.indptr))[:50].tolist() + [0, matrix.shape[1] - 1]:
+            rows = matrix.indices[matrix.indptr[c]:matrix.indptr[c + 1]]
+            found = {"pages": columns.page_bounds(c), "head": columns.bounds(c, True), "spans": columns.bounds(c, False)}
+            for name, (a, b) in found.items():
+                level = levels[name]
+                assert np.array_equal(matrix.indices[a:b], rows[(rows >= level.start) & (rows < level.stop)])
+                seen += b - a
+        assert seen > 1000
