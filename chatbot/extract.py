@@ -36,7 +36,7 @@ from guiderag.store.structure import HEADING_MAX_CHARS, is_heading, is_list_item
 
 from .answer import ShownPassage
 from .answer_type import asked_kinds
-from .shown import Pick, TitleLines, context_line, line_key, page_title_line, render
+from .shown import Pick, TitleLines, context_line, line_key, render
 
 Analyze = Callable[[str], Sequence[str]]
 # Slots: the retriever's query slots (retrieval.retriever): (mass, {corpus term: lambda}) per
@@ -366,7 +366,7 @@ def extract(
         first = [sl.pick for sl in in_passage if sl.overlap > 0 and not heading(sl.pick)][:TOP_PASSAGE_LINES]
         if first:
             break
-    lead = _lead_line(scored, passages[0].page, heading, heading_max_chars) if passages else None
+    lead = _lead_line(scored, passages[0].page, heading, titles, heading_max_chars) if passages else None
     if lead is not None:
         first = list(dict.fromkeys([lead, *first]))
     top = max((float(p.score) for p in passages), default=0.0) or 1.0
@@ -394,14 +394,14 @@ def extract(
 
 
 def _lead_line(scored: Sequence[ScoredLine], page: PageVersion, heading: Callable[[Pick], bool],
-               heading_max_chars: int) -> Pick | None:
+               titles: TitleLines, heading_max_chars: int) -> Pick | None:
     """The line under the first heading of the top page that says as much of the question
     as any line of the page (a heading that restates the question, or states the page's
     answer to it: the sentence under it is that answer, often in words of its own), when
     that line is not a heading itself; else None. The page's title line is no such heading."""
     own = [sl for sl in scored if _page_key(sl.pick.page) == _page_key(page)]
     best = max((sl.overlap for sl in own if not heading(sl.pick)), default=0.0)
-    title = page_title_line(page)
+    title = titles(page)
     for sl in sorted(own, key=lambda sl: sl.pick.line):
         n = sl.pick.line
         if n == title or not heading(sl.pick) or sl.overlap <= 0 or sl.overlap < best:

@@ -71,7 +71,6 @@ class Columns:
 
     def __init__(self, matrix: sp.csc_matrix, n_passages: int, n_pages: int) -> None:
         self.matrix = matrix
-        self.pages_from = n_passages
         self.head = n_passages + n_pages
         self.indptr = matrix.indptr
         self.indices = matrix.indices

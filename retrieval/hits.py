@@ -50,22 +50,26 @@ class Hits:
             self._top = float(values.max()) if len(values) else 0.0
         return self._top
 
+    def _reach(self, cut: PerPassage) -> np.ndarray:
+        """Whether each score reaches `cut`: every passage's with `every`, else the listed ones'."""
+        if self.every is not None:
+            return self.every >= cut
+        return self.scores >= at_rows(cut, self.rows)
+
     def reaches(self, cut: PerPassage) -> bool:
         """Whether any passage's score reaches `cut` (as `reaching` finds them, without
         listing them)."""
-        if self.every is not None:
-            return bool(np.any(self.every >= cut))
-        return bool(np.any(self.scores >= at_rows(cut, self.rows)))
+        return bool(self._reach(cut).any())
 
     def reaching(self, cut: PerPassage) -> tuple[np.ndarray, np.ndarray]:
         """The listed passages whose score reaches `cut` (one, or one per passage), ascending,
         and their scores; `cut` no lower than the threshold the list was made for. With
         `every`, found in it: a passage not listed scores below that threshold, so the
         same passages."""
+        keep = self._reach(cut)
         if self.every is not None:
-            at = np.flatnonzero(self.every >= cut)
+            at = np.flatnonzero(keep)
             return at, self.every.take(at)
-        keep = self.scores >= at_rows(cut, self.rows)
         return self.rows[keep], self.scores[keep]
 
     def dense(self, n: int) -> np.ndarray:
