@@ -43,16 +43,12 @@ _TITLE_LINES_KEPT = 4096
 
 @functools.lru_cache(maxsize=_TITLE_LINES_KEPT)
 def _title_line(title: str, lines: tuple[str, ...]) -> int:
+    """A page's title line (store.structure.title_line), kept by its title and lines."""
     return title_line(title, lines)
 
 
-def page_title_line(page: PageVersion) -> int:
-    """The page's title line (store.structure.title_line), kept by its title and lines."""
-    return _title_line(page.title, page.lines)
-
-
 class TitleLines:
-    """Each page's title line (page_title_line), looked up once per answer. Kept by the page
+    """Each page's title line (_title_line), looked up once per answer. Kept by the page
     object, not its URL and version: the sections of a PDF document share both, each with
     a title and lines of its own (pages outlive the answer that holds this)."""
 
@@ -62,7 +58,7 @@ class TitleLines:
     def __call__(self, page: PageVersion) -> int:
         at = self._at.get(id(page))
         if at is None:
-            at = self._at[id(page)] = page_title_line(page)
+            at = self._at[id(page)] = _title_line(page.title, page.lines)
         return at
 
 
