@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import multiprocessing.pool
 import operator
 import os
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -38,7 +40,7 @@ from .corpus import read_corpus, resolve_guideline
 from .index import IndexData, IndexInfo, index_fingerprint, make_analyzer
 from .passages import body_skip, line_spans, segment, span_range
 from .persist import save_data
-from .row_blocks import RowBlocks, distinct_rows, give_back, stack_csc, text_rows
+from .row_blocks import RowBlocks, distinct_rows, give_back, stack_both, text_rows
 
 # Worker processes pay off only beyond this many characters of text (measured with 2
 # workers: 60 pages of 2,000 characters 0.137 -> 0.123 s, 30 pages 0.071 -> 0.085 s).
@@ -48,6 +50,8 @@ _CHUNK_PAGES = 64
 _TEXT = operator.itemgetter(0)  # Term.text
 # Texts whose analyses a process keeps while it builds (retrieval.build._WorkerState.texts).
 _TEXT_CACHE = 20_000
+# The size asked of the pool's result pipe (_widen_pipes).
+_PIPE_BYTES = 1 << 20
 
 
 # --- analysis (parallel for large corpora) ---------------------------------------------
@@ -81,6 +85,8 @@ class _WorkerState:
     # the analysis of each text met (a page's title is often its first line too; headings,
     # table cells and footers recur), at most _TEXT_CACHE texts
     texts: dict[str, tuple] = field(default_factory=dict)
+    # a forked worker's chunks of pages (_start_worker)
+    chunks: list[list[tuple[str, tuple[str, ...]]]] = field(default_factory=list)
 
 
 _WORKER: _WorkerState | None = None
@@ -94,10 +100,20 @@ def _init_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int)
     _WORKER = _WorkerState(analyzer, passage_chars, heading_max_chars, {}, {}, [], [])
 
 
-def _start_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int) -> None:
-    """A forked index worker: the pool's signals (guiderag.processes), then its state."""
+def _start_worker(analyzer: Analyzer, passage_chars: int, heading_max_chars: int,
+                  chunks: list[list[tuple[str, tuple[str, ...]]]]) -> None:
+    """A forked index worker: the pool's signals (guiderag.processes), then its state and
+    the chunks (inherited by a fork: a task is then only a chunk's number)."""
     pool_worker_signals()
     _init_worker(analyzer, passage_chars, heading_max_chars)
+    assert _WORKER is not None
+    _WORKER.chunks = chunks
+
+
+def _chunk_rows_at(k: int) -> tuple:
+    """`_chunk_rows` of the worker's chunk number k."""
+    assert _WORKER is not None, "_start_worker was not called"
+    return _chunk_rows(_WORKER.chunks[k])
 
 
 def _count_rows(flat: np.ndarray, starts: np.ndarray, ranges: np.ndarray, width: int) -> _Block:
@@ -262,27 +278,31 @@ def _chunks(pages: Sequence[PageVersion], size: int) -> Iterator[list[tuple[str,
 
 
 def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyzer: Analyzer,
-                  progress: ProgressReporter = QUIET) -> Iterator[tuple]:
+                  progress: ProgressReporter = QUIET, *, parallel: bool | None = None) -> Iterator[tuple]:
     """Yield `_chunk_rows` of the pages' chunks, in order. For big corpora the work is
     shared by config.index_workers processes: this one takes every n-th chunk between
     assembling results, and n - 1 forked workers take the others, all queued at once.
     (Measured on 1,000 pages, 2 processes: as fast as 2 workers beside an idle main
     process, 1.29 s against 1.30 s median of 5, with one process less. Handing chunks out
     one by one was slower, 1.5 s: the pool's feeder and result threads wait for the GIL
-    while this process analyses.)"""
+    while this process analyses.) For the same reason a task is only a chunk's number (the
+    workers have the chunks from _start_worker, by fork without a copy), and a result, about
+    2 MB, goes through a pipe widened to 1 MB (_widen_pipes): at 10,000 pages the worker
+    waited 41 ms between two chunks on average, and this process 35 ms, against 15 and 9
+    ms after."""
     global _WORKER
     workers = config.index_workers
-    chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     # about eight chunks per process (balance), at most _CHUNK_PAGES pages (progress)
     size = max(1, min(_CHUNK_PAGES, -(-len(pages) // (8 * max(1, workers)))))
     chunks = list(_chunks(pages, size))
     init = (analyzer, passages.PASSAGE_CHARS, structure.HEADING_MAX_CHARS)
     try:
         with progress.bar(len(pages), "index") as bar:
-            if workers > 1 and chars >= _PARALLEL_MIN_CHARS and len(pages) >= 2 * workers:
+            if _in_parallel(config, pages) if parallel is None else parallel:
                 ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-                with ctx.Pool(workers - 1, initializer=_start_worker, initargs=init) as pool:
-                    theirs = pool.imap(_chunk_rows, [c for k, c in enumerate(chunks) if k % workers])
+                with ctx.Pool(workers - 1, initializer=_start_worker, initargs=(*init, chunks)) as pool:
+                    _widen_pipes(pool)
+                    theirs = pool.imap(_chunk_rows_at, [k for k in range(len(chunks)) if k % workers])
                     _init_worker(*init)
                     for k, chunk in enumerate(chunks):
                         result = next(theirs) if k % workers else _chunk_rows(chunk)
@@ -296,6 +316,30 @@ def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyze
                     yield result
     finally:
         _WORKER = None  # its vocabulary is the index's now: do not keep a second copy
+
+
+def _widen_pipes(pool: multiprocessing.pool.Pool) -> None:
+    """Let the pool's result pipe hold a whole chunk's result (about 2 MB for 64 pages; Linux
+    allows 1 MB unprivileged, fs.pipe-max-size): with 64 kB, a worker waits for this busy
+    process's result thread, which waits for the GIL, to read each 64 kB. Best effort."""
+    try:
+        import fcntl
+
+        size = min(_PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+        fcntl.fcntl(pool._outqueue._reader.fileno(), fcntl.F_SETPIPE_SZ, size)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+
+
+def _chars(pages: Sequence[PageVersion]) -> int:
+    return sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
+
+
+def _in_parallel(config: RetrievalConfig, pages: Sequence[PageVersion], chars: int | None = None) -> bool:
+    """Whether the build shares its work with forked processes (config.index_workers > 1,
+    pages and characters enough to pay for them; `chars`: the pages', when known)."""
+    workers = config.index_workers
+    return workers > 1 and len(pages) >= 2 * workers and (_chars(pages) if chars is None else chars) >= _PARALLEL_MIN_CHARS
 
 
 class _IdMap:
@@ -362,7 +406,9 @@ def _build_data(
     passage_last: list[int] = []
     maps: dict[int, tuple[_IdMap, _IdMap, _IdMap]] = {}
     row = 0
-    for n_chunks, result in enumerate(analyze_pages(pages, config, analyzer, progress)):
+    chars = _chars(pages)
+    parallel = _in_parallel(config, pages, chars)
+    for n_chunks, result in enumerate(analyze_pages(pages, config, analyzer, progress, parallel=parallel)):
         pid, t_start, new_terms, b_start, new_bigrams, l_start, new_lines, blocks, metas, span_counts, texts = result
         tmap, bmap, lmap = maps.setdefault(pid, (_IdMap(), _IdMap(), _IdMap()))
         tmap.extend(t_start, new_terms, term_vocab)
@@ -386,13 +432,15 @@ def _build_data(
             row += 1
     if row != len(pages):
         raise RuntimeError(f"index build: {row} pages analysed of {len(pages)}")
-    chars = sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
     k1, b = bm25.K1, bm25.B
     nt, nb = len(term_vocab), len(bigram_vocab)
     n_spans = st.n_rows
     term_idf, bigram_idf = idf_of(gt.df(nt), gt.n_rows), idf_of(gb.df(nb), gb.n_rows)
-    terms = stack_csc([(pt, True), (gt, True), (st, False)], nt, k1, b)
-    bigrams = stack_csc([(pb, True), (gb, True), (sb, False)], nb, k1, b)
+    # the two matrices on two cores when the analysis was (the line analyses beside the first)
+    terms, bigrams, line_data = stack_both(([(pt, True), (gt, True), (st, False)], nt),
+                                           ([(pb, True), (gb, True), (sb, False)], nb), k1, b,
+                                           fork=parallel,
+                                           meanwhile=lambda: lines.data(pages, term_vocab))
     return IndexData(
         corpus_version=corpus_version,
         fingerprint=index_fingerprint(config, analyzer),
@@ -410,7 +458,7 @@ def _build_data(
         terms=terms,
         bigrams=bigrams,
         n_spans=n_spans,
-        lines=lines.data(pages, term_vocab),
+        lines=line_data,
         chars=chars,
     )
 

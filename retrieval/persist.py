@@ -16,8 +16,9 @@ import os
 import secrets
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +29,9 @@ from guiderag.store.lock import file_lock
 
 from .index import INDEX_FORMAT, MATRICES, IndexData
 from .lines import LineData
+
+# Threads writing a version's files at once (_write).
+SAVE_THREADS = 2
 
 
 def _sha256(path: Path) -> str:
@@ -94,15 +98,25 @@ def remove_stale_builds(index_dir: Path) -> list[str]:
     return removed
 
 
-def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
-    """Write the version `name` in `tmp`, rename it and point CURRENT at it."""
-    try:
-        tmp.mkdir()
-        files: dict[str, str] = {}
-        for key, matrix in (("terms", data.terms), ("bigrams", data.bigrams)):
-            sp.save_npz(tmp / f"{key}.npz", matrix.tocsc(), compressed=False)
-        np.savez(
-            tmp / "arrays.npz",
+def _files(data: IndexData) -> dict[str, Callable[[Path], object]]:
+    """Each file of a version but its manifest, and how it is written: the biggest first."""
+    lines = data.lines
+
+    def vocab(path: Path) -> None:
+        words = {
+            "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
+            "bigrams": sorted(data.bigram_vocab, key=data.bigram_vocab.__getitem__),
+            "line_terms": list(lines.extra_terms),
+        }
+        path.write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+
+    return {
+        "bigrams.npz": lambda path: sp.save_npz(path, data.bigrams.tocsc(), compressed=False),
+        "terms.npz": lambda path: sp.save_npz(path, data.terms.tocsc(), compressed=False),
+        "lines.txt": lambda path: path.write_text(lines.flat, encoding="utf-8"),
+        "lines.npz": lambda path: np.savez(path, **{k: getattr(lines, k) for k in LineData.ARRAYS}),
+        "arrays.npz": lambda path: np.savez(
+            path,
             term_idf=data.term_idf,
             bigram_idf=data.bigram_idf,
             passage_page=data.passage_page,
@@ -112,18 +126,27 @@ def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
             passage_span_first=data.passage_span_first,
             passage_span_end=data.passage_span_end,
             n_spans=np.asarray([data.n_spans], dtype=np.int64),
-        )
+        ),
+        "vocab.json": vocab,
+    }
+
+
+def _write(data: IndexData, index_dir: Path, name: str, tmp: Path) -> None:
+    """Write the version `name` in `tmp`, rename it and point CURRENT at it. The files are
+    written and checksummed by SAVE_THREADS threads (what costs, the writes, zlib's CRC of
+    the .npz members and the SHA-256, runs without the GIL)."""
+    try:
+        tmp.mkdir()
+        writers = _files(data)
+
+        def write(fname: str) -> tuple[str, str]:
+            path = tmp / fname
+            writers[fname](path)
+            return fname, _sha256(path)
+
+        with ThreadPoolExecutor(SAVE_THREADS, thread_name_prefix="guiderag-index-save") as pool:
+            files = dict(sorted(pool.map(write, writers)))
         lines = data.lines
-        np.savez(tmp / "lines.npz", **{k: getattr(lines, k) for k in LineData.ARRAYS})
-        (tmp / "lines.txt").write_text(lines.flat, encoding="utf-8")
-        vocab = {
-            "terms": sorted(data.term_vocab, key=data.term_vocab.__getitem__),
-            "bigrams": sorted(data.bigram_vocab, key=data.bigram_vocab.__getitem__),
-            "line_terms": list(lines.extra_terms),
-        }
-        (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-        for path in sorted(tmp.iterdir()):
-            files[path.name] = _sha256(path)
         manifest = {
             "format": INDEX_FORMAT,
             "corpus_version": data.corpus_version,

@@ -9,14 +9,26 @@ entries go after the rows already placed in each column. So every column lists i
 order, as the CSC of the stacked rows does, with no stacked CSR copy beside the CSC and
 each block let go once placed: the build's peak memory is the CSC and the blocks not yet
 placed, not two copies of the matrix.
+
+`stack_both` makes the build's two matrices (terms, bigrams) on two cores: a process
+forked once the analysis is done places the second into arrays it shares with this one
+(anonymous shared memory, sized beforehand: the entries are counted) while this one places
+the first. The placing is scattered writes that hold the GIL, so two threads would only
+take turns (measured: no faster).
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import mmap
+import multiprocessing
+import sys
+from typing import Callable, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
+
+from guiderag.processes import pool_worker_signals
 
 from .bm25 import length_norm, saturated
 
@@ -109,24 +121,93 @@ class RowBlocks:
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
 
-def stack_csc(levels: list[tuple[RowBlocks, bool]], ncols: int, k1: float, b: float) -> sp.csc_matrix:
+Levels = list[tuple[RowBlocks, bool]]
+T = TypeVar("T")
+
+
+def stack_csc(levels: Levels, ncols: int, k1: float, b: float) -> sp.csc_matrix:
     """The levels' rows one after another as one CSC matrix; each level (blocks, saturate):
     BM25-saturated counts (retrieval.bm25.saturate) or presence (ones). The same arrays as
     stacking the levels' CSR matrices and converting with tocsc. The levels' blocks are
     let go as they are placed."""
+    n_rows, nnz, idx_dtype = _shape(levels)
+    indptr = np.zeros(ncols + 1, dtype=np.int64)
+    indices: np.ndarray = np.empty(nnz, dtype=idx_dtype)
+    data = np.empty(nnz, dtype=np.float32)
+    _place(levels, ncols, k1, b, indptr, indices, data)
+    return _matrix(indptr, indices, data, n_rows, ncols)
+
+
+def stack_both(first: tuple[Levels, int], second: tuple[Levels, int], k1: float, b: float, *, fork: bool,
+               meanwhile: Callable[[], T]) -> tuple[sp.csc_matrix, sp.csc_matrix, T]:
+    """Two channels' matrices (each (levels, ncols), as stack_csc makes them) and what
+    `meanwhile()` returns. With `fork` (Linux), a forked process assembles the second into
+    shared memory while this one assembles the first and runs `meanwhile`: the build's
+    serial end on two cores. Should that process fail, the second is assembled here (the
+    same arrays: its blocks are untouched in this process)."""
+    if not fork or sys.platform != "linux":
+        out = stack_csc(*first, k1, b)
+        more = meanwhile()
+        return out, stack_csc(*second, k1, b), more
+    levels, ncols = second
+    n_rows, nnz, idx_dtype = _shape(levels)
+    indptr, indices, data = (_shared(n, dtype) for n, dtype in ((ncols + 1, np.int64), (nnz, idx_dtype),
+                                                               (nnz, np.float32)))
+    child = multiprocessing.get_context("fork").Process(
+        target=_place_in_child, args=(levels, ncols, k1, b, indptr, indices, data), name="guiderag-index-csc")
+    child.start()
+    try:
+        out = stack_csc(*first, k1, b)
+        more = meanwhile()
+    finally:
+        child.join()
+    if child.exitcode != 0:  # (its error went to stderr) the same arrays, made here
+        return out, stack_csc(levels, ncols, k1, b), more
+    for level, _ in levels:  # placed by the child: let go here too
+        level.blocks = []
+    give_back()
+    return out, _matrix(indptr, indices, data, n_rows, ncols), more
+
+
+def _shared(n: int, dtype: type) -> np.ndarray:
+    """An array of n items in memory shared with processes forked after (anonymous
+    MAP_SHARED); let go with its last view."""
+    size = n * np.dtype(dtype).itemsize
+    return np.frombuffer(mmap.mmap(-1, max(1, size)), dtype=dtype, count=n)
+
+
+def _place_in_child(levels: Levels, ncols: int, k1: float, b: float,
+                    indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> None:
+    """stack_both's forked process: the pool's signals (guiderag.processes), then `_place`."""
+    pool_worker_signals()
+    _place(levels, ncols, k1, b, indptr, indices, data)
+
+
+def _shape(levels: Levels) -> tuple[int, int, type]:
+    """Rows, entries, and the type of the row numbers of the levels' matrix."""
     n_rows = sum(level.n_rows for level, _ in levels)
     nnz = sum(level.nnz for level, _ in levels)
-    idx_dtype = np.int32 if max(nnz, n_rows) <= _INT32_MAX else np.int64
+    return n_rows, nnz, np.int32 if max(nnz, n_rows) <= _INT32_MAX else np.int64
+
+
+def _matrix(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_rows: int, ncols: int) -> sp.csc_matrix:
+    m = sp.csc_matrix((data, indices, indptr.astype(indices.dtype)), shape=(n_rows, ncols))
+    m.has_sorted_indices = True  # each column's rows in order, as tocsc gives them
+    return m
+
+
+def _place(levels: Levels, ncols: int, k1: float, b: float,
+           indptr: np.ndarray, indices: np.ndarray, data: np.ndarray) -> None:
+    """Fill the CSC arrays (indptr: ncols + 1 zeros; indices and data: every entry's place)
+    with the levels' rows, a group of blocks at a time, letting the blocks go."""
+    idx_dtype = indices.dtype.type
     col_counts = np.zeros(ncols, dtype=np.int64)
     for level, _ in levels:
         for ids, _, _ in level.blocks:
             col_counts += np.bincount(ids, minlength=ncols)
-    indptr = np.zeros(ncols + 1, dtype=np.int64)
     np.cumsum(col_counts, out=indptr[1:])
     del col_counts
     free = indptr[:-1].copy()  # where each column's next entry goes
-    indices = np.empty(nnz, dtype=idx_dtype)
-    data = np.empty(nnz, dtype=np.float32)
     row0 = groups = 0
     for level, saturate in levels:
         norm = length_norm(level.row_lengths(), k1, b) if saturate else None
@@ -168,6 +249,3 @@ def stack_csc(levels: list[tuple[RowBlocks, bool]], ncols: int, k1: float, b: fl
                 give_back()  # the blocks placed so far
         row0 += level.n_rows
     give_back()
-    m = sp.csc_matrix((data, indices, indptr.astype(idx_dtype)), shape=(n_rows, ncols))
-    m.has_sorted_indices = True  # each column's rows in order, as tocsc gives them
-    return m

@@ -336,22 +336,22 @@ def test_the_build_pauses_the_cycle_collector_and_restores_it(enabled, monkeypat
     config = dataclasses.replace(Settings().replace(progress=False).retrieval, index_workers=1)
     analyzer = index.make_analyzer(config)
     seen: list[bool] = []
-    stack = index.stack_csc
+    stack = index.stack_both
 
     def watched(*args, **kwargs):
         seen.append(gc.isenabled())
         return stack(*args, **kwargs)
 
     def failing(*args, **kwargs):
-        raise MemoryError("stack_csc")
+        raise MemoryError("stack_both")
 
     was = gc.isenabled()
     try:
         (gc.enable if enabled else gc.disable)()
-        monkeypatch.setattr(index, "stack_csc", watched)
+        monkeypatch.setattr(index, "stack_both", watched)
         assert index.build_data(pages, "v", config, analyzer).n_pages == 6
-        assert seen == [False, False] and gc.isenabled() is enabled
-        monkeypatch.setattr(index, "stack_csc", failing)
+        assert seen == [False] and gc.isenabled() is enabled
+        monkeypatch.setattr(index, "stack_both", failing)
         with pytest.raises(MemoryError):
             index.build_data(pages, "v", config, analyzer)
         assert gc.isenabled() is enabled

@@ -3,12 +3,14 @@ replaced, bit for bit: every level's CSR matrix made, BM25-saturated or read as 
 stacked and converted with tocsc; in groups of any size, with empty rows and empty levels."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from guiderag.retrieval import bm25, row_blocks
-from guiderag.retrieval.row_blocks import RowBlocks, stack_csc
+from guiderag.retrieval.row_blocks import RowBlocks, stack_both, stack_csc
 
 
 def _blocks(rng: np.random.Generator, n_blocks: int, cols: int, *, counts: bool) -> list[tuple]:
@@ -66,6 +68,73 @@ def test_stack_csc_equals_stacking_the_levels_and_tocsc(seed: int, group: int, m
     first = sum(len(b[2]) for b in shapes[0][0])
     pages = want.tocsr()[first:first + levels[1][0].n_rows]
     assert np.array_equal(bm25.idf_of(df, pages.shape[0]), bm25.idf_vector(pages))
+
+
+def _levels(shapes: list[tuple[list[tuple], bool]]) -> list[tuple[RowBlocks, bool]]:
+    levels = []
+    for blocks, saturate in shapes:
+        level = RowBlocks()
+        for ids, counts, lengths in blocks:
+            level.add(ids, counts, lengths)
+        levels.append((level, saturate))
+    return levels
+
+
+def _channels(seed: int) -> list[tuple[list[tuple[list[tuple], bool]], int]]:
+    """Two channels' levels (passages, pages, spans), as the build has them."""
+    rng = np.random.default_rng(seed)
+    return [([(_blocks(rng, 7, cols, counts=True), True), (_blocks(rng, 3, cols, counts=True), True),
+              (_blocks(rng, 9, cols, counts=False), False)], cols) for cols in (19, 31)]
+
+
+def _same(got: sp.csc_matrix, want: sp.csc_matrix) -> None:
+    assert got.shape == want.shape and got.format == "csc" and got.has_sorted_indices
+    for name in ("indptr", "indices", "data"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_stack_both_assembles_the_second_channel_in_a_forked_process(fork: bool, monkeypatch) -> None:
+    """The build's two matrices: the second one placed by a forked process into shared
+    memory (fork) or here, the same arrays as stack_csc of each, what `meanwhile` returns
+    beside them, and every level's blocks let go in this process."""
+    monkeypatch.setattr(row_blocks, "GROUP_ENTRIES", 16)
+    channels = _channels(4)
+    want = [_replaced(shapes, cols) for shapes, cols in channels]
+    first, second = ((_levels(shapes), cols) for shapes, cols in channels)
+    pid = os.getpid()
+    placed_by: list[int] = []
+    place = row_blocks._place
+
+    def watched(*args):
+        placed_by.append(os.getpid())  # (in the forked process, its own copy of the list)
+        place(*args)
+
+    monkeypatch.setattr(row_blocks, "_place", watched)
+    a, b, more = stack_both(first, second, bm25.K1, bm25.B, fork=fork, meanwhile=lambda: "lines")
+    _same(a, want[0])
+    _same(b, want[1])
+    assert more == "lines"
+    assert all(not level.blocks for level, _ in (*first[0], *second[0]))
+    # this process placed the first matrix, and the second too only without the fork
+    assert placed_by == ([pid] if fork else [pid, pid])
+
+
+def test_stack_both_places_the_second_matrix_here_when_the_forked_process_fails(monkeypatch, capfd) -> None:
+    monkeypatch.setattr(row_blocks, "GROUP_ENTRIES", 16)
+    channels = _channels(5)
+    want = [_replaced(shapes, cols) for shapes, cols in channels]
+    first, second = ((_levels(shapes), cols) for shapes, cols in channels)
+
+    def dies(*args):
+        raise MemoryError("the forked process ran out of memory")
+
+    monkeypatch.setattr(row_blocks, "_place_in_child", dies)
+    a, b, _ = stack_both(first, second, bm25.K1, bm25.B, fork=True, meanwhile=lambda: None)
+    _same(a, want[0])
+    _same(b, want[1])
+    assert "the forked process ran out of memory" in capfd.readouterr().err
 
 
 def test_stack_csc_of_nothing() -> None:
