@@ -143,19 +143,22 @@ def stack_both(first: tuple[Levels, int], second: tuple[Levels, int], k1: float,
     """Two channels' matrices (each (levels, ncols), as stack_csc makes them) and what
     `meanwhile()` returns. With `fork` (Linux), a forked process assembles the second into
     shared memory while this one assembles the first and runs `meanwhile`: the build's
-    serial end on two cores. Should that process fail, the second is assembled here (the
-    same arrays: its blocks are untouched in this process)."""
+    serial end on two cores. Should that process not start or fail, the second is assembled
+    here (the same arrays: its blocks are untouched in this process)."""
     if not fork or sys.platform != "linux":
         out = stack_csc(*first, k1, b)
         more = meanwhile()
         return out, stack_csc(*second, k1, b), more
     levels, ncols = second
     n_rows, nnz, idx_dtype = _shape(levels)
-    indptr, indices, data = (_shared(n, dtype) for n, dtype in ((ncols + 1, np.int64), (nnz, idx_dtype),
-                                                               (nnz, np.float32)))
-    child = multiprocessing.get_context("fork").Process(
-        target=_place_in_child, args=(levels, ncols, k1, b, indptr, indices, data), name="guiderag-index-csc")
-    child.start()
+    try:
+        indptr, indices, data = (_shared(n, dtype) for n, dtype in ((ncols + 1, np.int64), (nnz, idx_dtype),
+                                                                   (nnz, np.float32)))
+        child = multiprocessing.get_context("fork").Process(
+            target=_place_in_child, args=(levels, ncols, k1, b, indptr, indices, data), name="guiderag-index-csc")
+        child.start()
+    except OSError:  # no shared memory or no fork (memory or process limits): both made here
+        return stack_both(first, second, k1, b, fork=False, meanwhile=meanwhile)
     try:
         out = stack_csc(*first, k1, b)
         more = meanwhile()

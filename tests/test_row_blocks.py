@@ -3,6 +3,7 @@ replaced, bit for bit: every level's CSR matrix made, BM25-saturated or read as 
 stacked and converted with tocsc; in groups of any size, with empty rows and empty levels."""
 from __future__ import annotations
 
+import multiprocessing.context
 import os
 
 import numpy as np
@@ -135,6 +136,25 @@ def test_stack_both_places_the_second_matrix_here_when_the_forked_process_fails(
     _same(a, want[0])
     _same(b, want[1])
     assert "the forked process ran out of memory" in capfd.readouterr().err
+
+
+def test_stack_both_places_both_matrices_here_when_no_process_can_be_forked(monkeypatch) -> None:
+    channels = _channels(6)
+    want = [_replaced(shapes, cols) for shapes, cols in channels]
+    first, second = ((_levels(shapes), cols) for shapes, cols in channels)
+
+    tried: list[str] = []
+
+    def no_fork(self) -> None:
+        tried.append(self.name)
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", no_fork)
+    a, b, more = stack_both(first, second, bm25.K1, bm25.B, fork=True, meanwhile=lambda: 7)
+    assert tried == ["guiderag-index-csc"]
+    _same(a, want[0])
+    _same(b, want[1])
+    assert more == 7
 
 
 def test_stack_csc_of_nothing() -> None:
