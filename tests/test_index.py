@@ -290,7 +290,7 @@ def test_the_line_repeating_the_title_is_no_passage_of_its_own():
     assert title_line_number("別のページ", lines) == 0
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, 3])
 def test_the_text_cache_changes_nothing_in_the_built_index(workers, monkeypatch):
     """Each process keeps the analysis of the texts it met (as id arrays in its own
     vocabulary): a cache too small to hold a page, cleared again and again, builds the same
