@@ -278,14 +278,14 @@ def _chunks(pages: Sequence[PageVersion], size: int) -> Iterator[list[tuple[str,
 
 
 def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyzer: Analyzer,
-                  progress: ProgressReporter = QUIET, *, parallel: bool | None = None) -> Iterator[tuple]:
-    """Yield `_chunk_rows` of the pages' chunks, in order. For big corpora the work is
-    shared by config.index_workers processes: this one takes every n-th chunk between
-    assembling results, and n - 1 forked workers take the others, all queued at once,
-    worker w every n-th chunk from chunk w. Each process always takes the same chunks, so
-    its vocabulary, which orders each text's stored terms, is the same in every build (a
-    pool of several processes handing chunks to whichever came free made the index differ
-    from build to build with 3 or more).
+                  progress: ProgressReporter = QUIET, *, parallel: bool) -> Iterator[tuple]:
+    """Yield `_chunk_rows` of the pages' chunks, in order. With `parallel` (build_data: big
+    corpora) the work is shared by config.index_workers processes: this one takes every
+    n-th chunk between assembling results, and n - 1 forked workers take the others, all
+    queued at once, worker w every n-th chunk from chunk w. Each process always takes the
+    same chunks, so its vocabulary, which orders each text's stored terms, is the same in
+    every build (a pool of several processes handing chunks to whichever came free made
+    the index differ from build to build with 3 or more).
     (Measured on 1,000 pages, 2 processes: as fast as 2 workers beside an idle main
     process, 1.29 s against 1.30 s median of 5, with one process less. Handing chunks out
     one by one was slower, 1.5 s: the pool's feeder and result threads wait for the GIL
@@ -302,7 +302,7 @@ def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyze
     init = (analyzer, passages.PASSAGE_CHARS, structure.HEADING_MAX_CHARS)
     try:
         with progress.bar(len(pages), "index") as bar:
-            if _in_parallel(config, pages) if parallel is None else parallel:
+            if parallel:
                 ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
                 with contextlib.ExitStack() as stack:
                     theirs = {}
@@ -342,11 +342,11 @@ def _chars(pages: Sequence[PageVersion]) -> int:
     return sum(len(p.title) + sum(len(l) for l in p.lines) for p in pages)
 
 
-def _in_parallel(config: RetrievalConfig, pages: Sequence[PageVersion], chars: int | None = None) -> bool:
+def _in_parallel(config: RetrievalConfig, n_pages: int, chars: int) -> bool:
     """Whether the build shares its work with forked processes (config.index_workers > 1,
-    pages and characters enough to pay for them; `chars`: the pages', when known)."""
+    pages and characters enough to pay for them)."""
     workers = config.index_workers
-    return workers > 1 and len(pages) >= 2 * workers and (_chars(pages) if chars is None else chars) >= _PARALLEL_MIN_CHARS
+    return workers > 1 and n_pages >= 2 * workers and chars >= _PARALLEL_MIN_CHARS
 
 
 class _IdMap:
@@ -414,7 +414,7 @@ def _build_data(
     maps: dict[int, tuple[_IdMap, _IdMap, _IdMap]] = {}
     row = 0
     chars = _chars(pages)
-    parallel = _in_parallel(config, pages, chars)
+    parallel = _in_parallel(config, len(pages), chars)
     for n_chunks, result in enumerate(analyze_pages(pages, config, analyzer, progress, parallel=parallel)):
         pid, t_start, new_terms, b_start, new_bigrams, l_start, new_lines, blocks, metas, span_counts, texts = result
         tmap, bmap, lmap = maps.setdefault(pid, (_IdMap(), _IdMap(), _IdMap()))

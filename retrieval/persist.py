@@ -110,9 +110,11 @@ def _files(data: IndexData) -> dict[str, Callable[[Path], object]]:
         }
         path.write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
 
+    def matrix(key: str) -> Callable[[Path], None]:
+        return lambda path: sp.save_npz(path, getattr(data, key).tocsc(), compressed=False)
+
     return {
-        "bigrams.npz": lambda path: sp.save_npz(path, data.bigrams.tocsc(), compressed=False),
-        "terms.npz": lambda path: sp.save_npz(path, data.terms.tocsc(), compressed=False),
+        **{f"{key}.npz": matrix(key) for key in sorted(MATRICES, key=lambda key: -getattr(data, key).nnz)},
         "lines.txt": lambda path: path.write_text(lines.flat, encoding="utf-8"),
         "lines.npz": lambda path: np.savez(path, **{k: getattr(lines, k) for k in LineData.ARRAYS}),
         "arrays.npz": lambda path: np.savez(

@@ -43,34 +43,6 @@ def _replaced(levels: list[tuple[list[tuple], bool]], cols: int) -> sp.csc_matri
     return sp.vstack(mats, format="csr").tocsc()
 
 
-@pytest.mark.parametrize("group", [1, 5, 64, 1 << 19])
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_stack_csc_equals_stacking_the_levels_and_tocsc(seed: int, group: int, monkeypatch) -> None:
-    monkeypatch.setattr(row_blocks, "GROUP_ENTRIES", group)
-    rng = np.random.default_rng(seed)
-    cols = 23
-    shapes = [(_blocks(rng, 6, cols, counts=True), True), (_blocks(rng, 3, cols, counts=True), True),
-              (_blocks(rng, 8, cols, counts=False), False)]
-    want = _replaced(shapes, cols)
-    levels = []
-    for blocks, saturate in shapes:
-        level = RowBlocks()
-        for ids, counts, lengths in blocks:
-            level.add(ids, counts, lengths)
-        levels.append((level, saturate))
-    df = levels[1][0].df(cols)
-    got = stack_csc(levels, cols, bm25.K1, bm25.B)
-    assert got.shape == want.shape and got.format == "csc"
-    for name in ("indptr", "indices", "data"):
-        a, b = getattr(got, name), getattr(want, name)
-        assert a.dtype == b.dtype and np.array_equal(a, b), name
-    assert got.has_sorted_indices
-    assert all(not level.blocks for level, _ in levels)  # let go as placed
-    first = sum(len(b[2]) for b in shapes[0][0])
-    pages = want.tocsr()[first:first + levels[1][0].n_rows]
-    assert np.array_equal(bm25.idf_of(df, pages.shape[0]), bm25.idf_vector(pages))
-
-
 def _levels(shapes: list[tuple[list[tuple], bool]]) -> list[tuple[RowBlocks, bool]]:
     levels = []
     for blocks, saturate in shapes:
@@ -93,6 +65,25 @@ def _same(got: sp.csc_matrix, want: sp.csc_matrix) -> None:
     for name in ("indptr", "indices", "data"):
         a, b = getattr(got, name), getattr(want, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("group", [1, 5, 64, 1 << 19])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_stack_csc_equals_stacking_the_levels_and_tocsc(seed: int, group: int, monkeypatch) -> None:
+    monkeypatch.setattr(row_blocks, "GROUP_ENTRIES", group)
+    rng = np.random.default_rng(seed)
+    cols = 23
+    shapes = [(_blocks(rng, 6, cols, counts=True), True), (_blocks(rng, 3, cols, counts=True), True),
+              (_blocks(rng, 8, cols, counts=False), False)]
+    want = _replaced(shapes, cols)
+    levels = _levels(shapes)
+    df = levels[1][0].df(cols)
+    got = stack_csc(levels, cols, bm25.K1, bm25.B)
+    _same(got, want)
+    assert all(not level.blocks for level, _ in levels)  # let go as placed
+    first = sum(len(b[2]) for b in shapes[0][0])
+    pages = want.tocsr()[first:first + levels[1][0].n_rows]
+    assert np.array_equal(bm25.idf_of(df, pages.shape[0]), bm25.idf_vector(pages))
 
 
 @pytest.mark.parametrize("fork", [True, False])
