@@ -1,5 +1,5 @@
 """Child processes: those serving HTTP on loopback (their environment, a free port, waiting
-until one serves, stopping it) and the signals of forked pool workers.
+until one serves, stopping it), and whether and how workers are forked.
 
 One place for what `guiderag loadbench` does with its `serve` replicas and what the tests do
 with uvicorn, Streamlit and llama.cpp's server.
@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -17,6 +18,10 @@ import requests
 
 POLL_S = 0.2
 SETTINGS_ENV_PREFIXES = ("GUIDERAG_", "OPENAI_")  # what guiderag.settings reads from the environment
+# Whether worker processes are forked (they inherit what this one has built, without a
+# copy): on Linux. Elsewhere they are spawned, and work that only a fork can share
+# (retrieval.row_blocks.stack_both) stays in this process.
+FORKS = sys.platform.startswith("linux")
 
 
 def pool_worker_signals() -> None:

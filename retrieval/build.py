@@ -9,7 +9,6 @@ import multiprocessing
 import multiprocessing.pool
 import operator
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from guiderag.guideline import DEFAULT_GUIDELINE, GuidelineScope
-from guiderag.processes import pool_worker_signals
+from guiderag.processes import FORKS, pool_worker_signals
 from guiderag.progress import QUIET, ProgressReporter
 from guiderag.scopes import RetrievalConfig, StoreConfig
 from guiderag.store import PageVersion
@@ -303,7 +302,7 @@ def analyze_pages(pages: Sequence[PageVersion], config: RetrievalConfig, analyze
     try:
         with progress.bar(len(pages), "index") as bar:
             if parallel:
-                ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+                ctx = multiprocessing.get_context("fork" if FORKS else "spawn")
                 with contextlib.ExitStack() as stack:
                     theirs = {}
                     for w in range(1, workers):  # a pool of one process each: see the docstring

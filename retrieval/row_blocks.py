@@ -22,13 +22,12 @@ import ctypes
 import ctypes.util
 import mmap
 import multiprocessing
-import sys
 from typing import Callable, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from guiderag.processes import pool_worker_signals
+from guiderag.processes import FORKS, pool_worker_signals
 
 from .bm25 import length_norm, saturated
 
@@ -141,11 +140,11 @@ def stack_csc(levels: Levels, ncols: int, k1: float, b: float) -> sp.csc_matrix:
 def stack_both(first: tuple[Levels, int], second: tuple[Levels, int], k1: float, b: float, *, fork: bool,
                meanwhile: Callable[[], T]) -> tuple[sp.csc_matrix, sp.csc_matrix, T]:
     """Two channels' matrices (each (levels, ncols), as stack_csc makes them) and what
-    `meanwhile()` returns. With `fork` (Linux), a forked process assembles the second into
-    shared memory while this one assembles the first and runs `meanwhile`: the build's
-    serial end on two cores. Should that process not start or fail, the second is assembled
+    `meanwhile()` returns. With `fork` (where processes fork: guiderag.processes.FORKS), a
+    forked process assembles the second into shared memory while this one assembles the
+    first and runs `meanwhile`: the build's serial end on two cores. Should that process not start or fail, the second is assembled
     here (the same arrays: its blocks are untouched in this process)."""
-    if not fork or sys.platform != "linux":
+    if not fork or not FORKS:
         out = stack_csc(*first, k1, b)
         more = meanwhile()
         return out, stack_csc(*second, k1, b), more
