@@ -142,8 +142,9 @@ def stack_both(first: tuple[Levels, int], second: tuple[Levels, int], k1: float,
     """Two channels' matrices (each (levels, ncols), as stack_csc makes them) and what
     `meanwhile()` returns. With `fork` (where processes fork: guiderag.processes.FORKS), a
     forked process assembles the second into shared memory while this one assembles the
-    first and runs `meanwhile`: the build's serial end on two cores. Should that process not start or fail, the second is assembled
-    here (the same arrays: its blocks are untouched in this process)."""
+    first and runs `meanwhile`: the build's serial end on two cores. Should that process
+    not start or fail, the second is assembled here (the same arrays: its blocks are
+    untouched in this process)."""
     if not fork or not FORKS:
         out = stack_csc(*first, k1, b)
         more = meanwhile()
